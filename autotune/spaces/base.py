@@ -1,0 +1,119 @@
+"""The contract every search-space plugin implements.
+
+A plugin ties one kernel template to the tuner: which knobs exist (as Optuna distributions),
+which combinations are legal (checked before anything is compiled), how to build the TIRx kernel
+for a config, what a correct answer looks like, and the hand-tuned fallback config.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, ClassVar, Mapping
+
+Config = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One tuning target: a kernel's shape and dtype, e.g. GEMM M=4096 N=4096 K=4096 bf16."""
+
+    shape: tuple[tuple[str, int], ...]  # ordered (name, size) pairs
+    dtype: str = "bfloat16"
+
+    @classmethod
+    def of(cls, dtype: str = "bfloat16", **sizes: int) -> "Problem":
+        return cls(tuple(sizes.items()), dtype)
+
+    def __getitem__(self, name: str) -> int:
+        return dict(self.shape)[name]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return dict(self.shape)
+
+    @property
+    def key(self) -> str:
+        """Stable, human-readable identity used in storage and config files."""
+        return ",".join(f"{k}={v}" for k, v in self.shape) + f",dtype={self.dtype}"
+
+
+class IllegalConfig(ValueError):
+    """A config that breaks one or more of the space's legality rules."""
+
+    def __init__(self, reasons: list[str]):
+        self.reasons = reasons
+        super().__init__("; ".join(reasons))
+
+
+class SearchSpace(abc.ABC):
+    """Base class of a search-space plugin. Subclasses are registered under `name`."""
+
+    name: ClassVar[str]  # registry name, e.g. "gemm_sm90"
+    kernel: ClassVar[str]  # the operation, e.g. "gemm" or "attention"
+    arch: ClassVar[str]  # "sm_90a" or "sm_100a"
+
+    # -- the space ------------------------------------------------------------------------
+    @abc.abstractmethod
+    def parameters(self, problem: Problem) -> Mapping[str, Any]:
+        """Knob name -> optuna.distributions.BaseDistribution (categorical/int)."""
+
+    @abc.abstractmethod
+    def violations(self, config: Config, problem: Problem) -> list[str]:
+        """Every legality rule the config breaks, each as a sentence; [] when legal.
+
+        Must be cheap and must not compile: it runs for every suggestion."""
+
+    @abc.abstractmethod
+    def default_config(self, problem: Problem) -> Config:
+        """The hand-tuned fallback for this problem. Always legal."""
+
+    # -- problems -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
+        """Parse a shape from the command line (e.g. "4096x4096x4096"); ValueError if malformed
+        or unsupported, with a message that names the problem."""
+
+    def flops(self, problem: Problem) -> float:
+        """Floating-point operations of one call, for TFLOP/s reporting."""
+        return 0.0
+
+    def bytes_moved(self, problem: Problem) -> float:
+        """Fewest bytes one call must move through device memory."""
+        return 0.0
+
+    # -- building and checking ------------------------------------------------------------
+    @abc.abstractmethod
+    def build(self, config: Config, problem: Problem):
+        """Return the TIRx PrimFunc for (config, problem). Called only for legal configs."""
+
+    @abc.abstractmethod
+    def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:
+        """Fresh random torch tensors in the kernel's parameter order, outputs included."""
+
+    @abc.abstractmethod
+    def output_indices(self, problem: Problem) -> list[int]:
+        """Which of make_inputs' tensors the kernel writes (poisoned before each check)."""
+
+    @abc.abstractmethod
+    def reference(self, problem: Problem, inputs: list) -> list:
+        """The expected outputs (torch), computed by a trusted implementation."""
+
+    def tolerance(self, problem: Problem) -> float:
+        """Max allowed ||out - ref|| / ||ref|| per output."""
+        return {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4}.get(problem.dtype, 2e-2)
+
+    def vendor(self, problem: Problem, inputs: list):
+        """A zero-argument callable running the vendor baseline (cuBLAS/cuDNN via torch)."""
+        raise NotImplementedError
+
+    # -- identity -------------------------------------------------------------------------
+    def template_files(self) -> list[str]:
+        """Source files whose hash identifies the template version (for cache headers)."""
+        return []
+
+    def check(self, config: Config, problem: Problem) -> None:
+        """Raise IllegalConfig naming every broken rule."""
+        reasons = self.violations(config, problem)
+        if reasons:
+            raise IllegalConfig(reasons)
