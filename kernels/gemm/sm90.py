@@ -1,0 +1,354 @@
+"""Hopper (sm_90a) GEMM template: D = A @ B^T, A (M x K), B (N x K), both K-major.
+
+Warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads into a
+`stages`-deep shared-memory ring guarded by full/empty mbarriers), warpgroups 1..C are
+consumers that issue `wgmma` on their `wg_m` rows of the CTA tile, cooperatively on one
+tile. `setmaxnreg` moves registers from the producer to the consumers.
+
+Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
+of the operand the pair shares, persistent scheduling with grouped raster order, a
+register or shared-memory + TMA-store epilogue, and swap-AB (compute D^T = B @ A^T,
+for skinny M). Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register
+epilogue guards every store, the TMA store clips at the tensor edge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from tvm.backend.cuda.lang.pipeline import MBarrier, PipelineState, TMABar
+from tvm.backend.cuda.tile_primitive.tma_utils import SwizzleMode, mma_shared_layout
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+
+from ._sm90_wgmma import (
+    ATOM_ROWS_BYTES,
+    SWIZZLE_128B,
+    WGMMA_K,
+    WGMMA_M,
+    acc_coords,
+    fence_accumulators,
+    smem_desc_offset,
+    wgmma_ss,
+)
+
+DTYPES = ("bfloat16", "float16")
+H100_SMS = 132  # H100 SXM and H200 alike
+PRODUCER_REGS = 40
+# setmaxnreg budgets: (producer + consumers) x 128 threads x regs <= 65536
+CONSUMER_REGS = {1: 240, 2: 232}
+ELEM_BYTES = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmConfig:
+    wg_m: int = 64  # rows per consumer warpgroup: 64 or 128 (one or two m64 wgmma)
+    consumers: int = 2  # consumer warpgroups, cooperative on one CTA tile
+    blk_n: int = 256
+    blk_k: int = 64
+    stages: int = 4
+    cluster_m: int = 1  # 2: a pair along M shares (multicasts) the B tile
+    cluster_n: int = 1  # 2: a pair along N shares (multicasts) the A tile
+    persistent: bool = True
+    raster: str = "m"  # "m": walk down M inside a group of `group` tile rows; "n": transposed
+    group: int = 8
+    epilogue: str = "tma"  # "tma": registers -> smem -> TMA store; "reg": registers -> global
+    swap_ab: bool = False  # compute D^T = B @ A^T: N fills the 64-row wgmma side
+
+    @property
+    def blk_m(self) -> int:
+        return self.wg_m * self.consumers
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GemmConfig":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def smem_bytes(cfg: GemmConfig) -> int:
+    """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile)."""
+    ring = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
+    epi = cfg.blk_m * cfg.blk_n * ELEM_BYTES if cfg.epilogue == "tma" else 0
+    return 1024 + ring + epi
+
+
+def accumulator_regs(cfg: GemmConfig) -> int:
+    """f32 accumulator registers per consumer thread."""
+    return (cfg.wg_m // WGMMA_M) * cfg.blk_n // 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """Launch geometry derived from (problem, config)."""
+
+    rows: int  # extent of the tile-row side (M, or N when swapped)
+    cols: int
+    tiles_m: int
+    tiles_n: int
+    cluster_tiles_m: int
+    cluster_tiles_n: int
+    total: int  # cluster tiles
+    clusters: int  # clusters launched
+    k_tiles: int
+
+    @property
+    def grid(self) -> int:
+        return self.clusters * self._cs
+
+    _cs: int = 1
+
+
+def geometry(M: int, N: int, K: int, cfg: GemmConfig, num_sms: int = H100_SMS) -> Geometry:
+    rows, cols = (N, M) if cfg.swap_ab else (M, N)
+    tm, tn = math.ceil(rows / cfg.blk_m), math.ceil(cols / cfg.blk_n)
+    ctm, ctn = math.ceil(tm / cfg.cluster_m), math.ceil(tn / cfg.cluster_n)
+    total = ctm * ctn
+    clusters = min(total, num_sms // cfg.cluster_size) if cfg.persistent else total
+    return Geometry(rows, cols, tm, tn, ctm, ctn, total, clusters,
+                    math.ceil(K / cfg.blk_k), cfg.cluster_size)
+
+
+def check_shape(M: int, N: int, K: int, dtype: str) -> None:
+    """Refuse what the template cannot do, with the reason."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} unsupported; the sm_90a GEMM takes {DTYPES}")
+    if M < 1 or N < 1 or K < 1:
+        raise ValueError(f"GEMM sizes must be positive, got M={M} N={N} K={K}")
+    for name, v in (("N", N), ("K", K)):
+        if v % 8:
+            raise ValueError(
+                f"{name}={v} is not a multiple of 8: TMA needs 16-byte aligned row strides"
+            )
+
+
+def _tile_coords(t, g: Geometry, cfg: GemmConfig):
+    """Cluster tile index t -> (cluster tile row, cluster tile col), grouped raster."""
+    outer, inner = (g.cluster_tiles_m, g.cluster_tiles_n)
+    if cfg.raster == "n":
+        outer, inner = inner, outer
+    grp = min(cfg.group, outer)
+    span = grp * inner
+    first = (t // span) * grp
+    size = T.min(grp, outer - first)
+    rem = t % span
+    o, i = first + rem % size, rem // size
+    return (o, i) if cfg.raster == "m" else (i, o)
+
+
+def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int = H100_SMS):
+    """The TIRx PrimFunc for one (shape, config). Legality is the plugin's job; this
+    asserts only what would otherwise miscompile."""
+    check_shape(M, N, K, dtype)
+    g = geometry(M, N, K, cfg, num_sms)
+    C, WG_M, BLK_M, BLK_N, BLK_K = cfg.consumers, cfg.wg_m, cfg.blk_m, cfg.blk_n, cfg.blk_k
+    STAGES, CS = cfg.stages, cfg.cluster_size
+    SWAP, EPI_TMA = cfg.swap_ab, cfg.epilogue == "tma"
+    assert not (SWAP and EPI_TMA), "swap_ab writes D^T through registers"
+    M_ATOMS = WG_M // WGMMA_M
+    ACC = accumulator_regs(cfg)
+    STAGE_BYTES = (BLK_M + BLK_N) * BLK_K * ELEM_BYTES
+    X_STAGE_UNITS = BLK_M * BLK_K * ELEM_BYTES // 16  # descriptor units per ring stage
+    Y_STAGE_UNITS = BLK_N * BLK_K * ELEM_BYTES // 16
+    # Multicast halves: rank r of a pair loads rows [r*H, (r+1)*H) of the shared tile.
+    HX, HY = BLK_M // cfg.cluster_n, BLK_N // cfg.cluster_m
+    MCAST = (1 << CS) - 1
+    NWG = C + 1
+    ROWS, COLS, KT, TOTAL, NCL = g.rows, g.cols, g.k_tiles, g.total, g.clusters
+    CREGS = CONSUMER_REGS[C]
+
+    X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
+    Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
+    D_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (C, WG_M, BLK_N))
+    d_shape = (C, WG_M, BLK_N) if EPI_TMA else (1, 8, 64)
+
+    def cta_tile(tile, rank):
+        """(first row, first col) of this CTA's tile for cluster tile `tile`."""
+        ctm, ctn = _tile_coords(tile, g, cfg)
+        tm = ctm * cfg.cluster_m + (rank if cfg.cluster_m > 1 else 0)
+        tn = ctn * cfg.cluster_n + (rank if cfg.cluster_n > 1 else 0)
+        return tm * BLK_M, tn * BLK_N
+
+    def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, consumer, first_k):
+        """All wgmmas of one K tile for this consumer's WG_M rows."""
+        for kk in range(BLK_K // WGMMA_K):
+            for j in range(M_ATOMS):
+                a_off = smem_desc_offset(BLK_M, 0, kk * WGMMA_K) + j * WGMMA_M * 128 // 16
+                b_off = smem_desc_offset(BLK_N, 0, kk * WGMMA_K)
+                a = a_desc + T.cast(x_unit + consumer * (WG_M * 128 // 16) + a_off, "uint64")
+                b = b_desc + T.cast(y_unit + b_off, "uint64")
+                scale_d = T.bool(True) if kk > 0 else first_k
+                T.evaluate(wgmma_ss(dtype, BLK_N, acc, j * BLK_N // 2, a, b, scale_d))
+
+    def fence_acc(acc):
+        fence_accumulators(acc, ACC)
+
+    def store_reg(D, acc, row0, col0, warp, lane):
+        """Registers -> global, guarded at the edges; D^T when swapped."""
+        for j in range(M_ATOMS):
+            for i in range(0, BLK_N // 2, 2):
+                r, c = acc_coords(i, warp, lane)
+                row, col = row0 + j * WGMMA_M + r, col0 + c
+                v0, v1 = acc[j * BLK_N // 2 + i], acc[j * BLK_N // 2 + i + 1]
+                with T.If(T.And(row < ROWS, col < COLS)):
+                    with T.Then():
+                        if SWAP:
+                            T.buffer_store(D, T.Cast(dtype, v0), [col, row])
+                            T.buffer_store(D, T.Cast(dtype, v1), [col + 1, row])
+                        else:
+                            T.buffer_store(D, T.Cast(dtype, v0), [row, col])
+                            T.buffer_store(D, T.Cast(dtype, v1), [row, col + 1])
+
+    def store_smem(Ds, acc, consumer, warp, lane):
+        for j in range(M_ATOMS):
+            for i in range(BLK_N // 2):
+                r, c = acc_coords(i, warp, lane)
+                T.buffer_store(Ds, T.Cast(dtype, acc[j * BLK_N // 2 + i]),
+                               [consumer, j * WGMMA_M + r, c])
+
+    @T.prim_func
+    def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype), D: T.Buffer((M, N), dtype)):
+        T.device_entry()
+        bx = T.cta_id([g.grid])
+        if CS > 1:
+            cbx, cby = T.cta_id_in_cluster([CS, 1])
+        wg_id = T.warpgroup_id([NWG])
+        warp = T.warp_id_in_wg([4])
+        lane = T.lane_id([32])
+
+        pool = T.SMEMPool()
+        full = TMABar(pool, STAGES)
+        empty = MBarrier(pool, STAGES)
+        pool.move_base_to(1024)
+        Xs = pool.alloc((STAGES, BLK_M, BLK_K), dtype, layout=X_layout)
+        Ys = pool.alloc((STAGES, BLK_N, BLK_K), dtype, layout=Y_layout)
+        Ds = pool.alloc(d_shape, dtype, layout=D_layout if EPI_TMA else None)
+        full.init(1)
+        empty.init(C * CS)
+        pool.commit()
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.fence.mbarrier_init.release.cluster()
+        if CS > 1:
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
+
+        rank = T.meta_var(bx % CS)
+        cluster_id = T.meta_var(bx // CS)
+
+        if wg_id == 0:
+            # ---------------- producer ----------------
+            T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGS)
+            if warp == 0:
+                if T.cuda.elect_sync():
+                    ps = PipelineState(STAGES, 1)
+                    tile: T.int32 = cluster_id
+                    while tile < TOTAL:
+                        r0 = T.meta_var(cta_tile(tile, rank)[0])
+                        c0 = T.meta_var(cta_tile(tile, rank)[1])
+                        for kt in T.serial(KT):
+                            k0 = T.meta_var(kt * BLK_K)
+                            empty.wait(ps.stage, ps.phase)
+                            full.arrive(ps.stage, STAGE_BYTES)
+                            bar = T.meta_var(full.ptr_to([ps.stage]))
+                            if SWAP:
+                                Xg = T.meta_var(B)
+                                Yg = T.meta_var(A)
+                            else:
+                                Xg = T.meta_var(A)
+                                Yg = T.meta_var(B)
+                            if cfg.cluster_n > 1:
+                                Tx.copy_async(Xs[ps.stage, rank * HX:rank * HX + HX, :],
+                                              Xg[r0 + rank * HX:r0 + rank * HX + HX, k0:k0 + BLK_K],
+                                              dispatch="tma_auto", mbar=bar, cta_mask=MCAST)
+                            else:
+                                Tx.copy_async(Xs[ps.stage, :, :],
+                                              Xg[r0:r0 + BLK_M, k0:k0 + BLK_K],
+                                              dispatch="tma_auto", mbar=bar)
+                            if cfg.cluster_m > 1:
+                                Tx.copy_async(Ys[ps.stage, rank * HY:rank * HY + HY, :],
+                                              Yg[c0 + rank * HY:c0 + rank * HY + HY, k0:k0 + BLK_K],
+                                              dispatch="tma_auto", mbar=bar, cta_mask=MCAST)
+                            else:
+                                Tx.copy_async(Ys[ps.stage, :, :],
+                                              Yg[c0:c0 + BLK_N, k0:k0 + BLK_K],
+                                              dispatch="tma_auto", mbar=bar)
+                            ps.advance()
+                        tile = tile + NCL
+        else:
+            # ---------------- consumers ----------------
+            T.ptx.setmaxnreg.inc.sync.aligned.u32(CREGS)
+            consumer = T.meta_var(wg_id - 1)
+            acc = T.alloc_local((ACC,), "float32")
+            a_desc = T.alloc_local((1,), "uint64")
+            b_desc = T.alloc_local((1,), "uint64")
+            T.cuda.wgmma.encode_matrix_descriptor(
+                T.address_of(a_desc[0]), Xs.ptr_to([0, 0, 0]), 1, ATOM_ROWS_BYTES // 16,
+                SWIZZLE_128B)
+            T.cuda.wgmma.encode_matrix_descriptor(
+                T.address_of(b_desc[0]), Ys.ptr_to([0, 0, 0]), 1, ATOM_ROWS_BYTES // 16,
+                SWIZZLE_128B)
+            cs = PipelineState(STAGES, 0)
+            prev: T.int32 = 0
+            tile: T.int32 = cluster_id
+            while tile < TOTAL:
+                r0 = T.meta_var(cta_tile(tile, rank)[0])
+                c0 = T.meta_var(cta_tile(tile, rank)[1])
+                for kt in T.serial(KT):
+                    full.wait(cs.stage, cs.phase)
+                    fence_acc(acc)
+                    T.ptx.wgmma.fence.sync.aligned()
+                    issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
+                              cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
+                    T.ptx.wgmma.commit_group.sync.aligned()
+                    T.ptx.wgmma.wait_group.sync.aligned(1)
+                    fence_acc(acc)
+                    if kt > 0:
+                        # the previous stage's wgmmas are done: hand it back to every producer
+                        # that writes into this CTA's ring
+                        if lane == 0:
+                            if warp == 0:
+                                empty.arrive(prev)
+                            if CS > 1:
+                                if warp == 1:
+                                    empty.arrive(prev, remote=rank ^ 1)
+                    prev = cs.stage
+                    cs.advance()
+                T.ptx.wgmma.wait_group.sync.aligned(0)
+                fence_acc(acc)
+                if lane == 0:
+                    if warp == 0:
+                        empty.arrive(prev)
+                    if CS > 1:
+                        if warp == 1:
+                            empty.arrive(prev, remote=rank ^ 1)
+                # ---------------- epilogue ----------------
+                if EPI_TMA:
+                    if (warp == 0) & (lane == 0):
+                        T.ptx.cp.async_.bulk.wait_group.read(0)  # previous store has read Ds
+                    T.cuda.warpgroup_sync(1 + consumer)
+                    store_smem(Ds, acc, consumer, warp, lane)
+                    T.ptx.fence.proxy.async_.shared__cta()
+                    T.cuda.warpgroup_sync(1 + consumer)
+                    if (warp == 0) & (lane == 0):
+                        Tx.copy_async(D[r0 + consumer * WG_M:r0 + consumer * WG_M + WG_M,
+                                        c0:c0 + BLK_N],
+                                      Ds[consumer, :, :], dispatch="tma_auto")
+                        T.ptx.cp.async_.bulk.commit_group()
+                else:
+                    store_reg(D, acc, r0 + consumer * WG_M, c0, warp, lane)
+                tile = tile + NCL
+            if EPI_TMA:
+                if (warp == 0) & (lane == 0):
+                    T.ptx.cp.async_.bulk.wait_group(0)
+        # No CTA may leave while a peer can still multicast into it or arrive on its barriers.
+        if CS > 1:
+            T.cuda.cluster_sync()
+
+    return gemm
