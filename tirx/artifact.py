@@ -1,0 +1,173 @@
+"""A compiled kernel as files: everything a GPU machine without TVM needs to launch it.
+
+    <dir>/artifact.json   launch description, resources, provenance
+    <dir>/kernel.cubin    the device code
+    <dir>/kernel.cu       the generated CUDA source (for reading, never recompiled)
+    <dir>/ptxas.log       the assembler's report
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMapSpec:
+    """Arguments of cuTensorMapEncodeTiled for one TMA descriptor, minus the base pointer,
+    which is the caller's argument `arg` plus `offset` bytes. Sizes are innermost first."""
+
+    arg: int
+    offset: int
+    dtype: str  # TVM dtype of the descriptor elements, e.g. "float16"
+    cu_dtype: int  # CUtensorMapDataType value
+    global_dims: tuple[int, ...]
+    global_strides: tuple[int, ...]  # bytes, rank - 1 entries
+    box_dims: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+    @property
+    def rank(self) -> int:
+        return len(self.global_dims)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter, in order. kind: "pointer" (caller arg `arg` + `offset` bytes),
+    "tensormap" (tensor_maps[`index`], by value), "scalar" (constant `value` of `dtype`)."""
+
+    kind: str
+    arg: int = -1
+    offset: int = 0
+    index: int = -1
+    dtype: str = ""
+    value: int | float = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgSpec:
+    """What the caller passes: one device buffer per entry, in the PrimFunc's order."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchSpec:
+    symbol: str
+    args: tuple[ArgSpec, ...]
+    params: tuple[ParamSpec, ...]
+    tensor_maps: tuple[TensorMapSpec, ...]
+    grid: tuple[int, int, int]  # in CTAs
+    block: tuple[int, int, int]
+    cluster: tuple[int, int, int] | None
+    dynamic_smem: int
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def cluster_size(self) -> int:
+        return 1 if self.cluster is None else self.cluster[0] * self.cluster[1] * self.cluster[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """The ptxas report plus launch-time shared memory."""
+
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_frame_bytes: int
+    static_smem_bytes: int
+    dynamic_smem_bytes: int
+    threads: int
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_store_bytes + self.spill_load_bytes
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.static_smem_bytes + self.dynamic_smem_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+    key: str  # cache key: hash of kernel source, arch and toolchain versions
+    arch: str
+    launch: LaunchSpec
+    resources: Resources
+    versions: dict[str, str]
+    cubin: bytes = dataclasses.field(repr=False)
+    source: str = dataclasses.field(repr=False)
+    ptxas_log: str = dataclasses.field(default="", repr=False)
+    path: Path | None = None
+
+    def save(self, directory: str | os.PathLike) -> "Artifact":
+        """Write atomically: a concurrent writer of the same key never leaves a torn artifact."""
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory.parent))
+        (tmp / "kernel.cubin").write_bytes(self.cubin)
+        (tmp / "kernel.cu").write_text(self.source)
+        (tmp / "ptxas.log").write_text(self.ptxas_log)
+        meta = {
+            "format": FORMAT_VERSION,
+            "key": self.key,
+            "arch": self.arch,
+            "versions": self.versions,
+            "launch": dataclasses.asdict(self.launch),
+            "resources": dataclasses.asdict(self.resources),
+        }
+        (tmp / "artifact.json").write_text(json.dumps(meta, indent=1))
+        try:
+            tmp.rename(directory)
+        except OSError:  # another process saved the same key first: theirs is identical
+            shutil.rmtree(tmp, ignore_errors=True)
+        return dataclasses.replace(self, path=directory)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> "Artifact":
+        directory = Path(directory)
+        meta = json.loads((directory / "artifact.json").read_text())
+        if meta.get("format") != FORMAT_VERSION:
+            raise ValueError(f"{directory}: artifact format {meta.get('format')} != {FORMAT_VERSION}")
+        launch = meta["launch"]
+        spec = LaunchSpec(
+            symbol=launch["symbol"],
+            args=tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"]) for a in launch["args"]),
+            params=tuple(ParamSpec(**p) for p in launch["params"]),
+            tensor_maps=tuple(
+                TensorMapSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in m.items()})
+                for m in launch["tensor_maps"]
+            ),
+            grid=tuple(launch["grid"]),
+            block=tuple(launch["block"]),
+            cluster=tuple(launch["cluster"]) if launch["cluster"] else None,
+            dynamic_smem=launch["dynamic_smem"],
+        )
+        log = directory / "ptxas.log"
+        return cls(
+            key=meta["key"],
+            arch=meta["arch"],
+            launch=spec,
+            resources=Resources(**meta["resources"]),
+            versions=meta["versions"],
+            cubin=(directory / "kernel.cubin").read_bytes(),
+            source=(directory / "kernel.cu").read_text(),
+            ptxas_log=log.read_text() if log.exists() else "",
+            path=directory,
+        )

@@ -1,0 +1,32 @@
+"""Errors of the compile and launch layer, classified so a tuner can count failures by cause."""
+
+from __future__ import annotations
+
+
+class CompileError(RuntimeError):
+    """A candidate that did not become an artifact.
+
+    kind: "lowering" (TIRx rejected or failed to lower the kernel), "nvrtc" (the CUDA source
+    did not compile), "ptxas" (PTX did not assemble), "resources" (a hardware limit is exceeded).
+    The compiler's own message is kept in `log`.
+    """
+
+    KINDS = ("lowering", "nvrtc", "ptxas", "resources")
+
+    def __init__(self, kind: str, message: str, log: str = ""):
+        assert kind in self.KINDS, kind
+        self.kind = kind
+        self.log = log or message
+        super().__init__(f"{kind}: {message}")
+
+
+class ResourceLimitError(CompileError):
+    """A config needs more of the GPU than the target has (shared memory, threads, TMEM, ...)."""
+
+    def __init__(self, violations: list[str], arch: str):
+        self.violations = violations
+        super().__init__("resources", f"exceeds {arch} limits: " + "; ".join(violations))
+
+
+class LaunchError(RuntimeError):
+    """A CUDA driver call failed while loading or launching an artifact."""

@@ -1,0 +1,160 @@
+"""Launch an Artifact with cuda-bindings alone: no TVM on the GPU machine.
+
+Per call we do what TVM's host function would: encode each TMA descriptor from the caller's
+pointers (cached per pointer set, so steady-state calls re-encode nothing), then one
+cuLaunchKernelEx with the cluster attribute. Parameters are passed as a void** array the driver
+copies at launch, so launches are CUDA-graph capturable.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from cuda.bindings import driver as cu
+
+from .artifact import Artifact
+from .errors import LaunchError
+
+_MAX_CACHED_MAPS = 64
+_DTYPE_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
+               "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+_SCALAR_CTYPE = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint32": ctypes.c_uint32,
+                 "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}
+
+
+def _check(result, what: str):
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _, name = cu.cuGetErrorName(err)
+        raise LaunchError(f"{what} failed: {name.decode() if name else err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def ensure_context(device: int = 0):
+    """Make a context current on this thread: torch's, if it made one; else the primary one."""
+    _check(cu.cuInit(0), "cuInit")
+    ctx = _check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(ctx) == 0:
+        dev = _check(cu.cuDeviceGet(device), "cuDeviceGet")
+        ctx = _check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        _check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def _pointer(x) -> int:
+    return x if isinstance(x, int) else x.data_ptr()
+
+
+def _stream_handle(stream, args) -> int:
+    if stream is None:
+        if args and hasattr(args[0], "data_ptr"):
+            import torch
+
+            return torch.cuda.current_stream().cuda_stream
+        return 0
+    return stream if isinstance(stream, int) else stream.cuda_stream
+
+
+class Kernel:
+    """A loaded artifact. `kernel(*buffers, stream=None)` launches it.
+
+    buffers: torch tensors (shape, dtype and contiguity are checked) or raw device pointers
+    (ints, trusted), in the PrimFunc's parameter order. stream: None (torch's current stream
+    when given tensors, else the default stream), a CUstream handle as int, or any object with
+    `.cuda_stream` (torch.cuda.Stream)."""
+
+    def __init__(self, artifact: Artifact, device: int = 0):
+        self.artifact = artifact
+        spec = artifact.launch
+        self.spec = spec
+        ensure_context(device)
+        self._module = _check(cu.cuModuleLoadData(artifact.cubin), "cuModuleLoadData")
+        self._func = _check(cu.cuModuleGetFunction(self._module, spec.symbol.encode()),
+                            f"cuModuleGetFunction({spec.symbol})")
+        if spec.dynamic_smem > 48 * 1024:  # the default cap; above it the kernel must opt in
+            _check(cu.cuFuncSetAttribute(
+                self._func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                spec.dynamic_smem), "raising the dynamic shared memory limit")
+        if spec.cluster_size > 8:
+            _check(cu.cuFuncSetAttribute(
+                self._func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1), "allowing a non-portable cluster size")
+        self._config = self._launch_config()
+        self._maps: dict[tuple[int, ...], list] = {}
+        n = len(spec.params)
+        self._values = (ctypes.c_uint64 * max(n, 1))()  # pointer parameters live here
+        self._scalars = {}
+        self._param_ptrs = (ctypes.c_void_p * max(n, 1))()
+        for i, p in enumerate(spec.params):
+            if p.kind == "pointer":
+                self._param_ptrs[i] = ctypes.addressof(self._values) + 8 * i
+            elif p.kind == "scalar":
+                self._scalars[i] = _SCALAR_CTYPE[p.dtype](p.value)
+                self._param_ptrs[i] = ctypes.addressof(self._scalars[i])
+
+    def _launch_config(self):
+        spec, cfg = self.spec, cu.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = spec.grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = spec.block
+        cfg.sharedMemBytes = spec.dynamic_smem
+        if spec.cluster is not None:
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = spec.cluster
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+        else:
+            cfg.numAttrs = 0
+        return cfg
+
+    def check_args(self, args) -> None:
+        spec = self.spec
+        if len(args) != len(spec.args):
+            raise LaunchError(f"{spec.symbol} takes {len(spec.args)} buffers "
+                              f"({', '.join(a.name for a in spec.args)}), got {len(args)}")
+        for a, want in zip(args, spec.args):
+            if isinstance(a, int):
+                continue
+            shape, dtype = tuple(a.shape), str(a.dtype).removeprefix("torch.")
+            if shape != want.shape or dtype != want.dtype or not a.is_contiguous():
+                raise LaunchError(f"{spec.symbol}: {want.name} must be a contiguous {want.dtype} "
+                                  f"tensor of shape {want.shape}, got {dtype} {shape}"
+                                  f"{'' if a.is_contiguous() else ' (non-contiguous)'}")
+
+    def _tensor_maps(self, ptrs: list[int]) -> list:
+        key = tuple(ptrs[m.arg] for m in self.spec.tensor_maps)
+        maps = self._maps.get(key)
+        if maps is None:
+            if len(self._maps) >= _MAX_CACHED_MAPS:
+                self._maps.clear()
+            maps = [self._encode(m, ptrs[m.arg] + m.offset) for m in self.spec.tensor_maps]
+            self._maps[key] = maps
+        return maps
+
+    @staticmethod
+    def _encode(m, address: int):
+        return _check(cu.cuTensorMapEncodeTiled(
+            cu.CUtensorMapDataType(m.cu_dtype), m.rank, address, list(m.global_dims),
+            list(m.global_strides), list(m.box_dims), list(m.element_strides),
+            cu.CUtensorMapInterleave(m.interleave), cu.CUtensorMapSwizzle(m.swizzle),
+            cu.CUtensorMapL2promotion(m.l2_promotion), cu.CUtensorMapFloatOOBfill(m.oob_fill),
+        ), f"cuTensorMapEncodeTiled (argument {m.arg})")
+
+    def __call__(self, *args, stream=None, check: bool = True) -> None:
+        if check:
+            self.check_args(args)
+        ptrs = [_pointer(a) for a in args]
+        maps = self._tensor_maps(ptrs) if self.spec.tensor_maps else ()
+        for i, p in enumerate(self.spec.params):
+            if p.kind == "pointer":
+                self._values[i] = ptrs[p.arg] + p.offset
+            elif p.kind == "tensormap":
+                self._param_ptrs[i] = maps[p.index].getPtr()
+        self._config.hStream = cu.CUstream(_stream_handle(stream, args))
+        _check(cu.cuLaunchKernelEx(self._config, self._func, ctypes.addressof(self._param_ptrs), 0),
+               f"launching {self.spec.symbol}")
+
+    def __del__(self):
+        module = getattr(self, "_module", None)
+        if module is not None:
+            cu.cuModuleUnload(module)
