@@ -134,8 +134,9 @@ class Kernel:
     @staticmethod
     def _encode(m, address: int):
         return _check(cu.cuTensorMapEncodeTiled(
-            cu.CUtensorMapDataType(m.cu_dtype), m.rank, address, list(m.global_dims),
-            list(m.global_strides), list(m.box_dims), list(m.element_strides),
+            cu.CUtensorMapDataType(m.cu_dtype), m.rank, address,
+            [cu.cuuint64_t(x) for x in m.global_dims], [cu.cuuint64_t(x) for x in m.global_strides],
+            [cu.cuuint32_t(x) for x in m.box_dims], [cu.cuuint32_t(x) for x in m.element_strides],
             cu.CUtensorMapInterleave(m.interleave), cu.CUtensorMapSwizzle(m.swizzle),
             cu.CUtensorMapL2promotion(m.l2_promotion), cu.CUtensorMapFloatOOBfill(m.oob_fill),
         ), f"cuTensorMapEncodeTiled (argument {m.arg})")

@@ -1,0 +1,87 @@
+"""Launching artifacts on a GPU with cuda-bindings only (GPU machines have no TVM).
+
+There, run `python tests/tirx_kernels.py .prebuilt` on the CPU machine first and carry .prebuilt.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+import tirx
+
+torch = pytest.importorskip("torch")
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU"),
+]
+PREBUILT = Path(os.environ.get("AUTOTUNE_PREBUILT", Path(__file__).resolve().parents[1] / ".prebuilt"))
+
+
+def load(name: str) -> tirx.Artifact:
+    if (PREBUILT / name / "artifact.json").exists():
+        return tirx.Artifact.load(PREBUILT / name)
+    pytest.importorskip("tvm", reason=f"no prebuilt {name} and no TVM to build it")
+    import tirx_kernels
+
+    return tirx_kernels.artifact(name)
+
+
+def poisoned(*shape, dtype):
+    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+
+
+def test_tma_kernel_matches_torch():
+    kernel = tirx.Kernel(load("tma_scale_sm90"))
+    for seed in range(3):  # fresh inputs each time: a stale or unwritten output cannot pass
+        torch.manual_seed(seed)
+        a = torch.randn(256, 512, dtype=torch.float16, device="cuda")
+        d = poisoned(256, 512, dtype=torch.float16)
+        kernel(a, d)
+        torch.cuda.synchronize()
+        assert not d.isnan().any(), "some outputs were never written"
+        torch.testing.assert_close(d, a * 2, rtol=0, atol=0)  # x2 is exact in fp16
+
+
+def test_raw_pointers_and_an_explicit_stream():
+    kernel = tirx.Kernel(load("tma_scale_sm90"))
+    a = torch.randn(256, 512, dtype=torch.float16, device="cuda")
+    d = poisoned(256, 512, dtype=torch.float16)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        kernel(a.data_ptr(), d.data_ptr(), stream=stream.cuda_stream)
+    stream.synchronize()
+    torch.testing.assert_close(d, a * 2, rtol=0, atol=0)
+
+
+def test_launch_is_cuda_graph_capturable():
+    kernel = tirx.Kernel(load("tma_scale_sm90"))
+    a = torch.randn(256, 512, dtype=torch.float16, device="cuda")
+    d = poisoned(256, 512, dtype=torch.float16)
+    kernel(a, d)  # warm-up outside capture (module load, descriptor encode)
+    d.fill_(float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernel(a, d)
+    a.copy_(torch.randn_like(a))  # the replay must read the buffer's current contents
+    d.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(d, a * 2, rtol=0, atol=0)
+
+
+def test_cluster_kernel_runs_as_clusters():
+    art = load("cluster_rank_sm90")
+    assert art.launch.cluster == (2, 1, 1)
+    out = torch.full((8,), -1, dtype=torch.int32, device="cuda")
+    tirx.Kernel(art)(out)
+    torch.cuda.synchronize()
+    # Without the cluster launch attribute every CTA would be rank 0 of a cluster of one.
+    assert out.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+
+
+def test_wrong_buffer_is_refused_before_launch():
+    kernel = tirx.Kernel(load("tma_scale_sm90"))
+    a = torch.randn(256, 256, dtype=torch.float16, device="cuda")
+    with pytest.raises(tirx.LaunchError, match="A must be a contiguous float16 tensor of shape"):
+        kernel(a, a)
