@@ -37,7 +37,7 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
     CONSUMERS = cfg.consumers
     BLK_N, BLK_K, STAGES = cfg.blk_n, cfg.blk_k, cfg.stages
     MMA_N = cfg.mma_n
-    EPI_N, EPI_STAGES = cfg.epi_n, cfg.epi_stages
+    EPI_N, EPI_STAGES, EPI_LD = cfg.epi_n, cfg.epi_stages, cfg.epi_ld
     EPI_CHUNKS = MMA_N // EPI_N
     K_TILES = (K + BLK_K - 1) // BLK_K
     NUM_CTAS = launch["ctas"]
@@ -73,6 +73,14 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
         wg_id = T.warpgroup_id([CONSUMERS + 1])
         warp_id = T.warp_id_in_wg([4])
         lane_id = T.lane_id([32])
+        # Consumer index of this MMA warp / epilogue warpgroup. A literal 0 when there is one
+        # consumer: indexing a size-1 shared dimension by a variable defeats TMA's alignment proof.
+        if CONSUMERS == 1:
+            mma_c = T.meta_var(0)
+            epi_c = T.meta_var(0)
+        else:
+            mma_c = T.meta_var(warp_id)
+            epi_c = T.meta_var(wg_id)
 
         pool = T.SMEMPool()
         tmem_addr = pool.alloc((1,), "uint32")
@@ -158,7 +166,7 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                             tma_ps.advance()
                         sched.next_tile()
             elif warp_id < CONSUMERS:
-                # ---- MMA issuer of consumer `warp_id` (CTA 0 issues for the pair) ----
+                # ---- MMA issuer of consumer `mma_c` (CTA 0 issues for the pair) ----
                 mma_ps = PipelineState(STAGES, phase=0)
                 acc_ps = PipelineState(1, phase=1)
 
@@ -166,14 +174,14 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                 def issue_mmas():
                     if T.cuda.elect_sync():
                         while sched.valid():
-                            ld2mma.wait(warp_id, acc_ps.phase)
+                            ld2mma.wait(mma_c, acc_ps.phase)
                             acc_ps.advance()
                             T.ptx.tcgen05.fence__after_thread_sync()
                             for kt in range(K_TILES):
                                 tma2mma.wait(mma_ps.stage, mma_ps.phase)
                                 T.ptx.tcgen05.fence__after_thread_sync()
-                                Tx.gemm_async(tmem[:, warp_id * MMA_N:warp_id * MMA_N + MMA_N],
-                                              Asmem[mma_ps.stage, warp_id, :, :],
+                                Tx.gemm_async(tmem[:, mma_c * MMA_N:mma_c * MMA_N + MMA_N],
+                                              Asmem[mma_ps.stage, mma_c, :, :],
                                               Bsmem[mma_ps.stage, :, :],
                                               accum=(kt != 0), dispatch="tcgen05", cta_group=CG)
                                 if CLUSTER == 2:
@@ -182,9 +190,9 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                                     mma2tma.arrive(mma_ps.stage, cta_group=CG)
                                 mma_ps.advance()
                             if CG == 2:
-                                mma2ld.arrive(warp_id, cta_group=CG, cta_mask=PEER_MASK)
+                                mma2ld.arrive(mma_c, cta_group=CG, cta_mask=PEER_MASK)
                             else:
-                                mma2ld.arrive(warp_id, cta_group=CG)
+                                mma2ld.arrive(mma_c, cta_group=CG)
                             sched.next_tile()
 
                 if CG == 2:
@@ -193,40 +201,43 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                 else:
                     issue_mmas()
         else:
-            # ---- epilogue of consumer `wg_id`: TMEM -> registers -> shared -> TMA store ----
+            # ---- epilogue of consumer `epi_c`: TMEM -> registers -> shared -> TMA store ----
             T.ptx.setmaxnreg.inc.sync.aligned.u32(EPI_REGS)
             acc_ps = PipelineState(1, phase=0)
             out_h = T.alloc_local((EPI_N,), ab_type)
             while sched.valid():
-                mma2ld.wait(wg_id, acc_ps.phase)
+                mma2ld.wait(epi_c, acc_ps.phase)
                 acc_ps.advance()
                 T.ptx.tcgen05.fence__after_thread_sync()
-                d_row = T.meta_var(((m_idx * CONSUMERS + wg_id) * CLUSTER + cbx) * BLK_M)
+                d_row = T.meta_var(((m_idx * CONSUMERS + epi_c) * CLUSTER + cbx) * BLK_M)
                 for i in T.unroll(EPI_CHUNKS):
-                    acc = T.alloc_local((EPI_N,), acc_type)
-                    acc_wg = acc.view(128, EPI_N, layout=TileLayout(S[(128, EPI_N) : (1@tid_in_wg, 1)]))
-                    col = T.meta_var(wg_id * MMA_N + i * EPI_N)
-                    Tx.wg.copy_async(acc_wg[:], tmem[:, col:col + EPI_N])
-                    T.ptx.tcgen05.wait__ld.sync.aligned()
+                    # The chunk comes out of TMEM in EPI_LD-column loads, each cast to 16 bits
+                    # at once, so only EPI_LD fp32 values are live next to the packed chunk.
+                    for j in T.unroll(EPI_N // EPI_LD):
+                        acc = T.alloc_local((EPI_LD,), acc_type)
+                        acc_wg = acc.view(128, EPI_LD, layout=TileLayout(S[(128, EPI_LD) : (1@tid_in_wg, 1)]))
+                        col = T.meta_var(epi_c * MMA_N + i * EPI_N + j * EPI_LD)
+                        Tx.wg.copy_async(acc_wg[:], tmem[:, col:col + EPI_LD])
+                        T.ptx.tcgen05.wait__ld.sync.aligned()
+                        Tx.cast(out_h[j * EPI_LD:j * EPI_LD + EPI_LD], acc[:])
                     if i == EPI_CHUNKS - 1:
                         # The accumulator is in registers: the MMA may start the next tile.
                         T.ptx.tcgen05.fence__before_thread_sync()
-                        ld2mma_bar.arrive(wg_id)
-                    Tx.cast(out_h[:], acc[:])
+                        ld2mma_bar.arrive(epi_c)
                     buf = T.meta_var(i % EPI_STAGES)
                     if warp_id == 0:
                         if lane_id == 0:
                             # The store that last read this buffer must be done reading it.
                             T.ptx.cp.async_.bulk.wait_group.read(EPI_STAGES - 1)
                     T.cuda.warpgroup_sync(wg_id + 10)
-                    Tx.copy(Dsmem[wg_id, buf, warp_id * 32 + lane_id, :], out_h[:])
+                    Tx.copy(Dsmem[epi_c, buf, warp_id * 32 + lane_id, :], out_h[:])
                     T.ptx.fence.proxy.async_.shared__cta()
                     T.cuda.warpgroup_sync(wg_id + 10)
                     if warp_id == 0:
                         if lane_id == 0:
                             d_col = T.meta_var(n_idx * MMA_N + i * EPI_N)
                             Tx.copy_async(D[d_row:d_row + BLK_M, d_col:d_col + EPI_N],
-                                          Dsmem[wg_id, buf, :, :], dispatch="tma_auto")
+                                          Dsmem[epi_c, buf, :, :], dispatch="tma_auto")
                             T.ptx.cp.async_.bulk.commit_group()
                 sched.next_tile()
             if warp_id == 0:

@@ -33,7 +33,9 @@ TMEM_COLUMNS = 512  # fp32 columns of tensor memory per SM
 SMEM_LIMIT = 232448  # max dynamic shared memory per block on sm_100 (227 KiB)
 BARRIER_BYTES = 1024  # barriers and the TMEM address slot live below the first tile
 REGISTERS_PER_SM = 65536
-PRODUCER_REGS = 56  # setmaxnreg budget of the TMA/MMA warpgroup (it holds a few scalars)
+# setmaxnreg budget of the TMA/MMA warpgroup. 56 (the TIRx-kernels GEMM's figure) spilled the
+# scheduler's index math in some configs here; 96 leaves the epilogues 208 each with 2 consumers.
+PRODUCER_REGS = 96
 DTYPES = ("float16", "bfloat16")
 B200_SMS = 148
 
@@ -47,6 +49,7 @@ class GemmConfig:
     stages: int = 4  # depth of the A/B shared-memory ring
     epi_n: int = 64  # columns per epilogue chunk (TMEM load width)
     epi_stages: int = 2  # shared-memory store buffers per epilogue warpgroup
+    epi_ld: int = 32  # columns per tcgen05.ld (a chunk is read in epi_n/epi_ld loads)
     cta_group: int = 2  # 1: one-CTA MMA; 2: paired MMA over a 2-CTA cluster
     consumers: int = 2  # MMA consumers sharing one staged B tile
     multicast: bool = False  # cta_group=1 only: 2-CTA cluster along M multicasting B
@@ -93,7 +96,7 @@ class GemmConfig:
     def epilogue_regs(self) -> int:
         """setmaxnreg budget of each epilogue warpgroup: what the producer gives up, capped."""
         per_thread = REGISTERS_PER_SM // 128 - PRODUCER_REGS
-        return min(256, per_thread // self.consumers // 8 * 8)
+        return min(256, per_thread // self.consumers // 8 * 8)  # setmaxnreg takes 24..256, x8
 
 
 def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> list[str]:
@@ -131,10 +134,10 @@ def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> li
         out.append(
             f"TMEM: consumers*blk_n*cta_group = {cfg.tmem_columns} fp32 columns exceeds {TMEM_COLUMNS}"
         )
-    # The epilogue reads TMEM with tcgen05.ld 32x32b: at most 128 registers per thread per load,
-    # and rows of the staged D chunk must be a whole swizzle atom (16/32/64 elements or x64).
+    # The epilogue stages epi_n columns per TMA store; a staged row must be a whole swizzle atom
+    # (32/64/128 bytes) or several 128-byte ones.
     if cfg.epi_n not in (16, 32, 64, 128):
-        out.append(f"epi_n={cfg.epi_n} must be 16, 32, 64 or 128 (tcgen05.ld width, <= 128 columns)")
+        out.append(f"epi_n={cfg.epi_n} must be 16, 32, 64 or 128 (store rows of whole swizzle atoms)")
     elif cfg.mma_n % cfg.epi_n:
         out.append(f"epi_n={cfg.epi_n} must divide the accumulator width {cfg.mma_n}")
     elif (cfg.mma_n // cfg.epi_n) % cfg.epi_stages:
@@ -142,6 +145,19 @@ def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> li
             f"epi_stages={cfg.epi_stages} must divide the {cfg.mma_n // cfg.epi_n} epilogue chunks "
             "per tile (store buffers are reused in a fixed rotation)"
         )
+    # It reads TMEM with tcgen05.ld.32x32b, epi_ld columns (fp32 registers) per load. The ISA
+    # allows up to 128, but 128 live fp32 registers next to the packed chunk spilled (measured on
+    # a one-consumer cta_group=1 blk_n=256 config at 255 registers), so 64 is the widest we take.
+    if cfg.epi_ld not in (16, 32, 64):
+        out.append(f"epi_ld={cfg.epi_ld} must be 16, 32 or 64 (tcgen05.ld columns that fit the register budget)")
+    elif cfg.epi_ld > cfg.epi_n:
+        out.append(f"epi_ld={cfg.epi_ld} must not exceed epi_n={cfg.epi_n} (a load fills part of one chunk)")
+    # tma_auto moves a 128-element row of 16-bit data as two 64-element slabs through a 3-D tensor
+    # map, which needs the global extent to split evenly into slabs.
+    if cfg.blk_k == 128 and K % 64:
+        out.append(f"blk_k=128 needs K % 64 == 0 (TMA splits K into 64-element slabs); K={K}")
+    if cfg.epi_n == 128 and N % 64:
+        out.append(f"epi_n=128 needs N % 64 == 0 (TMA stores 64-column slabs); N={N}")
     if cfg.epi_stages not in (1, 2):
         out.append(f"epi_stages={cfg.epi_stages} must be 1 or 2")
     if cfg.group_m < 1:
