@@ -52,6 +52,8 @@ class SearchSpace(abc.ABC):
     name: ClassVar[str]  # registry name, e.g. "gemm_sm90"
     kernel: ClassVar[str]  # the operation, e.g. "gemm" or "attention"
     arch: ClassVar[str]  # "sm_90a" or "sm_100a"
+    # Shapes tuned when the command line names none, in parse_problem's syntax.
+    default_shapes: ClassVar[tuple[str, ...]] = ()
 
     # -- the space ------------------------------------------------------------------------
     @abc.abstractmethod
@@ -73,6 +75,10 @@ class SearchSpace(abc.ABC):
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
         """Parse a shape from the command line (e.g. "4096x4096x4096"); ValueError if malformed
         or unsupported, with a message that names the problem."""
+
+    def default_problems(self, dtype: str = "bfloat16") -> list[Problem]:
+        """The problems tuned by default (from `default_shapes`)."""
+        return [self.parse_problem(text, dtype) for text in self.default_shapes]
 
     def flops(self, problem: Problem) -> float:
         """Floating-point operations of one call, for TFLOP/s reporting."""

@@ -1,0 +1,260 @@
+"""Command line: `autotune spaces`, `autotune tune <space> ...`, `autotune results`.
+
+User mistakes (unknown space, malformed shape, illegal fixed parameter, unreachable storage)
+end with one line on stderr and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+
+from .errors import UserError
+
+EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+
+
+def _parse_value(text: str, dist):
+    """Match `text` against a distribution's values ("128" -> 128 for an int knob)."""
+    import optuna
+
+    if isinstance(dist, optuna.distributions.CategoricalDistribution):
+        for choice in dist.choices:
+            if str(choice) == text:
+                return choice
+        raise UserError(f"value {text!r} is not one of {list(dist.choices)}")
+    try:
+        value = int(text) if isinstance(dist, optuna.distributions.IntDistribution) else float(text)
+    except ValueError:
+        raise UserError(f"value {text!r} is not a number") from None
+    if not dist._contains(dist.to_internal_repr(value)):
+        raise UserError(f"value {value} is outside [{dist.low}, {dist.high}]")
+    return value
+
+
+def _fixed_params(space, problems, items: list[str]) -> dict:
+    from .testing.conformance import _random_config
+
+    fixed = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise UserError(f"--fix {item!r}: expected NAME=VALUE")
+        for problem in problems:
+            params = space.parameters(problem)
+            if name not in params:
+                raise UserError(f"--fix {item}: {space.name} has no parameter {name!r} "
+                                f"(parameters: {', '.join(params)})")
+            try:
+                fixed[name] = _parse_value(text, params[name])
+            except UserError as exc:
+                raise UserError(f"--fix {item}: {exc}") from None
+    if not fixed:
+        return fixed
+    rng = random.Random(0)
+    for problem in problems:
+        params = space.parameters(problem)
+        default = {**space.default_config(problem), **fixed}
+        reasons = space.violations(default, problem)
+        samples = (dict(_random_config(params, rng), **fixed) for _ in range(2000))
+        if reasons and all(space.violations(c, problem) for c in samples):
+            raise UserError(f"illegal fixed parameters for {problem.key}: " + "; ".join(reasons))
+    return fixed
+
+
+def _problems(space, shapes: list[str] | None, dtype: str | None):
+    texts = shapes or list(space.default_shapes)
+    if not texts:
+        raise UserError(f"{space.name} has no default shapes: pass --shapes")
+    problems = []
+    for text in texts:
+        try:
+            problems.append(space.parse_problem(text, dtype) if dtype else space.parse_problem(text))
+        except ValueError as exc:
+            raise UserError(f"--shapes {text!r} ({space.name}): {exc}") from None
+    return problems
+
+
+def _device_list(text: str) -> list[int] | None:
+    if text == "all":
+        return None
+    try:
+        devices = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--gpus {text!r}: expected 'all' or indices such as 0,1") from None
+    if not devices or len(set(devices)) != len(devices) or min(devices) < 0:
+        raise UserError(f"--gpus {text!r}: expected 'all' or distinct indices such as 0,1")
+    return devices
+
+
+def _make_runner(args, space):
+    from .runner import CompileOnlyRunner, LocalRunner, RecordedTable, SimulatedRunner
+    from .runner.devices import gpus_for_arch, visible_gpus
+
+    devices = _device_list(args.gpus)
+    common = dict(timeout_s=args.timeout, cache_dir=args.cache_dir, seed=args.seed)
+    if args.simulate:
+        try:
+            table = RecordedTable.from_csv(args.simulate)
+        except (OSError, ValueError, KeyError) as exc:
+            raise UserError(f"cannot read recorded table {args.simulate}: {exc}") from None
+        return SimulatedRunner(table, slots=len(devices) if devices else 1)
+    if args.compile_only:
+        return CompileOnlyRunner(compile_workers=args.compile_workers, cache_dir=args.cache_dir)
+    if args.ray is not None:
+        from .runner.ray_runner import RayRunner
+
+        return RayRunner(address=args.ray or None, gpus=len(devices) if devices else None, **common)
+    usable = gpus_for_arch(space.arch)
+    if not usable:
+        present = ", ".join(f"{g.name} (sm_{g.capability[0]}{g.capability[1]})"
+                            for g in visible_gpus()) or "none"
+        print(f"autotune: no GPU of arch {space.arch} is present (GPUs here: {present}).\n"
+              f"autotune: running COMPILE-ONLY: every trial is legality-checked, compiled and "
+              f"resource-checked; none is timed.", file=sys.stderr)
+        return CompileOnlyRunner(compile_workers=args.compile_workers, cache_dir=args.cache_dir)
+    indices = [g.index for g in usable]
+    if devices is not None:
+        missing = sorted(set(devices) - set(indices))
+        if missing:
+            raise UserError(f"--gpus: no {space.arch} GPU with index {missing} (have {indices})")
+        indices = devices
+    return LocalRunner(indices, compile_workers=args.compile_workers, **common)
+
+
+def _summary_lines(space, summaries, timed: bool) -> list[str]:
+    lines = []
+    for s in summaries:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())) or "nothing new"
+        head = f"{s.problem.key}: {s.finished} trials ({s.measured} measured now: {outcomes})"
+        if timed and s.best is not None:
+            tflops = s.best.user_attrs.get("tflops")
+            rate = f", {tflops:.4g} TFLOP/s" if tflops else ""
+            head += f"\n  best {s.best.value:.4g} ms{rate} (trial {s.best.number}): {s.best.params}"
+        elif timed:
+            head += "\n  no successful trial"
+        lines.append(head)
+    return lines
+
+
+def cmd_tune(args) -> int:
+    import optuna
+
+    from .spaces import get_space
+    from .study import default_storage_url, make_sampler, open_storage, tune
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = get_space(args.space)
+    problems = _problems(space, args.shapes, args.dtype)
+    fixed = _fixed_params(space, problems, args.fix)
+    make_sampler(args.sampler, args.seed, fixed)  # fail early on a sampler that cannot be made
+    storage = open_storage(args.storage or default_storage_url(space.name))
+    runner = _make_runner(args, space)
+    with runner:
+        summaries = tune(space, problems, runner, storage=storage, trials=args.trials,
+                         sampler_factory=lambda: make_sampler(args.sampler, args.seed, fixed),
+                         retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed)
+    print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
+    if not runner.timed:
+        print(f"compile-only: no GPU timing was done; trials are stored PRUNED (outcome "
+              f"'compiled') or FAIL with their cause")
+    print("\n".join(_summary_lines(space, summaries, runner.timed)))
+    return 0
+
+
+def cmd_spaces(args) -> int:
+    from .spaces import discover
+
+    plugins = discover()
+    if not plugins:
+        print("no search spaces registered (entry-point group 'autotune.spaces')")
+    for name, info in plugins.items():
+        if info.space_class is None:
+            print(f"{name}  [BROKEN] {info.error}")
+            continue
+        cls = info.space_class
+        print(f"{name}  ({cls.kernel}, {cls.arch})  {info.target}")
+        try:
+            space = cls()
+            problems = space.default_problems()
+            print(f"  default shapes: {', '.join(space.default_shapes) or '(none)'}")
+            if problems:
+                for pname, dist in space.parameters(problems[0]).items():
+                    values = getattr(dist, "choices", None)
+                    values = list(values) if values is not None else f"[{dist.low}, {dist.high}]"
+                    print(f"  {pname}: {values}")
+        except Exception as exc:  # a plugin's bug must not hide the others
+            print(f"  [BROKEN] {type(exc).__name__}: {exc}")
+    return 0
+
+
+def cmd_results(args) -> int:
+    import pandas as pd
+
+    from .study import best_configs, default_storage_url, open_storage
+
+    if not args.storage and not args.space:
+        raise UserError("pass --storage URL or --space NAME (whose default storage is read)")
+    storage = open_storage(args.storage or default_storage_url(args.space))
+    table = best_configs(storage, args.space)
+    if table.empty:
+        print("no studies")
+        return 0
+    with pd.option_context("display.max_colwidth", None, "display.width", 200):
+        print(table.to_string(index=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="autotune", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("spaces", help="list search-space plugins and their parameters")
+
+    tune = sub.add_parser("tune", help="tune a search space over shapes (resumable)")
+    tune.add_argument("space", help="a registered space (see `autotune spaces`) or module:Class")
+    tune.add_argument("--shapes", nargs="+", help="shapes in the space's syntax (default: its own)")
+    tune.add_argument("--dtype", help="element type (default: the space's)")
+    tune.add_argument("--trials", type=int, default=50, help="finished trials per shape (default 50)")
+    tune.add_argument("--gpus", default="all", help="'all' or device indices, e.g. 0,1")
+    tune.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                      help="run on a Ray cluster (no ADDRESS: start a local one)")
+    tune.add_argument("--compile-only", action="store_true", help="compile and check; time nothing")
+    tune.add_argument("--simulate", metavar="TABLE.csv",
+                      help="replay a recorded table of config -> time_ms/cause instead of running")
+    tune.add_argument("--storage", help="Optuna storage URL (default sqlite:///studies/<space>.db)")
+    tune.add_argument("--sampler", default="tpe", help="tpe (default), random, gp, cmaes, brute")
+    tune.add_argument("--seed", type=int)
+    tune.add_argument("--fix", action="append", default=[], metavar="NAME=VALUE",
+                      help="pin a parameter (repeatable)")
+    tune.add_argument("--timeout", type=float, default=60.0,
+                      help="hard limit in seconds per candidate on a GPU (default 60)")
+    tune.add_argument("--compile-workers", type=int, help="CPU compile processes (default: cores/2)")
+    tune.add_argument("--cache-dir", help="compile cache directory (default: tirx's)")
+    tune.add_argument("--no-retime", action="store_true", help="do not re-time a new best")
+    tune.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    results = sub.add_parser("results", help="best config per shape of stored studies")
+    results.add_argument("--space", help="only this space (and its default storage)")
+    results.add_argument("--storage", help="Optuna storage URL")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "trials", 1) < 1:
+        parser.error("--trials must be at least 1")
+    command = {"tune": cmd_tune, "spaces": cmd_spaces, "results": cmd_results}[args.command]
+    try:
+        return command(args)
+    except UserError as exc:
+        print(f"autotune: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("autotune: interrupted; run the same command again to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

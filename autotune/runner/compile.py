@@ -1,0 +1,75 @@
+"""The compile step: (space, config, problem) -> Compiled, on a CPU worker.
+
+`compile_with_tirx` is the production compiler; runners accept any function of the same
+signature (tests use a stub). `compile_candidate` wraps a compiler and turns its errors into
+Results with a cause, so a compile worker never raises."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import time
+from typing import Callable
+
+from ..spaces.base import Config, IllegalConfig, Problem, SearchSpace
+from .base import Candidate, Cause, Compiled, Result
+
+Compiler = Callable[[SearchSpace, Config, Problem, "str | None"], Compiled]
+
+
+def _resources(artifact) -> dict:
+    res = artifact.resources
+    return dataclasses.asdict(res) if dataclasses.is_dataclass(res) else dict(vars(res))
+
+
+def compile_with_tirx(space: SearchSpace, config: Config, problem: Problem,
+                      cache_dir: str | None = None) -> Compiled:
+    """Build the space's PrimFunc and compile it with tirx (disk-cached: a hit costs no compile)."""
+    import tirx  # needs TVM: imported only on machines that compile
+
+    artifact = tirx.build(space.build(config, problem), arch=space.arch, cache_dir=cache_dir)
+    resources = _resources(artifact)
+    # TIRx does not check the shared-memory budget; a kernel over it would only fail at launch.
+    if resources.get("smem_bytes") is not None:
+        tirx.check_resources(space.arch, smem_bytes=resources["smem_bytes"])
+    return Compiled(artifact_path=str(artifact.path), resources=resources)
+
+
+def _cause_of(exc: BaseException) -> Cause:
+    if isinstance(exc, IllegalConfig):
+        return Cause.ILLEGAL
+    # tirx.CompileError(kind="resources") or tirx.ResourceLimitError; matched by duck typing so
+    # that this module never imports tirx (or TVM) in the driver.
+    if getattr(exc, "kind", None) == "resources" or type(exc).__name__ == "ResourceLimitError":
+        return Cause.RESOURCES
+    return Cause.COMPILE
+
+
+def compile_candidate(compiler: Compiler, candidate: Candidate, cache_dir: str | None = None,
+                      pack: bool = False) -> Compiled | Result:
+    """Run `compiler` on a candidate: the Compiled, or a failed Result naming the cause.
+
+    `pack` reads the artifact's files into the Compiled, for a GPU on another machine."""
+    start = time.perf_counter()
+    try:
+        compiled = compiler(candidate.space, candidate.config, candidate.problem, cache_dir)
+    except Exception as exc:
+        return Result(candidate.tag, cause=_cause_of(exc), message=f"{type(exc).__name__}: {exc}",
+                      compile_s=time.perf_counter() - start)
+    compiled.compile_s = time.perf_counter() - start
+    if pack and compiled.artifact_path:
+        root = pathlib.Path(compiled.artifact_path)
+        compiled.files = {str(p.relative_to(root)): p.read_bytes()
+                          for p in root.rglob("*") if p.is_file()}
+    return compiled
+
+
+def unpack(compiled: Compiled, into: str) -> Compiled:
+    """Write a packed artifact's files under `into` and point the Compiled there."""
+    if not compiled.files:
+        return compiled
+    root = pathlib.Path(into)
+    for rel, data in compiled.files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return dataclasses.replace(compiled, artifact_path=str(root), files=None)

@@ -1,0 +1,294 @@
+"""The tuning driver: Optuna ask/tell in one process, candidates evaluated by a Runner.
+
+Per problem (shape), one Optuna study. The hand-tuned default is enqueued first; illegal configs
+are told PRUNED with their reasons and never reach a runner; a config already finished in the
+study is served from it, and one already in flight waits for that measurement; a config that
+would become the best so far is timed a second time before it is told. Every trial's outcome is
+in its user attrs ("outcome", "cause", "message", timing, resources)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import sys
+import warnings
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from ..runner.base import Candidate, Result, Runner
+from ..spaces.base import Config, Problem, SearchSpace
+
+OK, COMPILED, ILLEGAL = "ok", "compiled", "illegal"
+_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+def study_name(space: SearchSpace, problem: Problem, timed: bool = True) -> str:
+    # Compile-only trials carry no time: keep them out of the study that searches for speed.
+    return f"{space.name}/{problem.key}" + ("" if timed else "/compile-only")
+
+
+@dataclasses.dataclass
+class StudySummary:
+    problem: Problem
+    study: optuna.Study
+    finished: int  # trials finished in the study (this session and earlier ones)
+    measured: int  # candidates this session sent to the runner (retimes excluded)
+    outcomes: collections.Counter  # this session's trials by outcome
+    best: FrozenTrial | None
+
+    @property
+    def best_time_ms(self) -> float | None:
+        return self.best.value if self.best else None
+
+
+@dataclasses.dataclass
+class _Served:
+    """A finished trial's result, as served to a duplicate suggestion."""
+
+    number: int
+    state: TrialState
+    value: float | None
+    attrs: dict[str, Any]
+
+
+def _key(params: Config) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+class _ProblemDriver:
+    def __init__(self, space: SearchSpace, problem: Problem, study: optuna.Study, runner: Runner,
+                 trials: int, retime_best: bool, progress: bool, fixed: Config | None = None):
+        self.fixed = dict(fixed or {})
+        self.space, self.problem, self.study, self.runner = space, problem, study, runner
+        self.trials, self.retime_best = trials, retime_best
+        self.distributions = dict(space.parameters(problem))
+        self.flops, self.bytes = space.flops(problem), space.bytes_moved(problem)
+        heartbeat = getattr(study._storage, "record_heartbeat", None)
+        self._heartbeat = heartbeat if getattr(study._storage, "heartbeat_interval", None) else None
+        self.served: dict[tuple, _Served] = {}
+        self.running: dict[int, optuna.Trial] = {}  # trial number -> trial, sent to the runner
+        self.in_flight: dict[tuple, int] = {}  # config key -> trial number measuring it
+        self.followers: dict[int, list[optuna.Trial]] = collections.defaultdict(list)
+        self.first_timing: dict[int, Result] = {}  # trials being re-timed
+        self.open = 0  # asked, not yet told
+        self.measured = 0
+        self.outcomes: collections.Counter = collections.Counter()
+        self.best_ms = math.inf
+        self.exhausted = False
+        self.finished = self._load_finished()
+        self.bar = None
+        if progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=trials, initial=min(self.finished, trials), unit="trial",
+                            desc=f"{space.name} {problem.key}", file=sys.stderr, dynamic_ncols=True)
+
+    # -- state from the study ----------------------------------------------------------------
+    def _load_finished(self) -> int:
+        finished = 0
+        for t in self.study.get_trials(deepcopy=False, states=_FINISHED):
+            if "outcome" not in t.user_attrs:
+                continue  # e.g. failed by a heartbeat after a driver died: re-queued, not a result
+            finished += 1
+            self.served.setdefault(_key(t.params), _Served(t.number, t.state, t.value, t.user_attrs))
+            if t.state == TrialState.COMPLETE:
+                self.best_ms = min(self.best_ms, t.value)
+        return finished
+
+    def _enqueue_default(self) -> None:
+        default = {**self.space.default_config(self.problem), **self.fixed}
+        if not any(t.user_attrs.get("source") == "default" for t in self.study.get_trials(deepcopy=False)):
+            self.study.enqueue_trial(default, user_attrs={"source": "default"}, skip_if_exists=True)
+
+    # -- telling -----------------------------------------------------------------------------
+    def _tell(self, trial: optuna.Trial, state: TrialState, value: float | None, attrs: dict) -> None:
+        for name, v in attrs.items():
+            trial.set_user_attr(name, _json_safe(v))
+        try:
+            self.study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
+        except RuntimeError as exc:
+            # BruteForceSampler stops the study once the space is exhausted; the trial is stored.
+            if "stop" not in str(exc):
+                raise
+            self.exhausted = True
+        self.open -= 1
+        self.finished += 1
+        outcome = attrs.get("outcome", "")
+        self.outcomes[outcome] += 1
+        if state == TrialState.COMPLETE:
+            self.best_ms = min(self.best_ms, value)
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(self._status(), refresh=False)
+
+    def _status(self) -> str:
+        parts = []
+        if math.isfinite(self.best_ms):
+            best = f"best {self.best_ms:.4g} ms"
+            if self.flops:
+                best += f" ({self.flops / self.best_ms / 1e9:.3g} TFLOP/s)"
+            parts.append(best)
+        if self.outcomes[COMPILED]:
+            parts.append(f"compiled {self.outcomes[COMPILED]}")
+        failed = {k: v for k, v in self.outcomes.items() if k not in (OK, COMPILED, ILLEGAL) and v}
+        if failed:
+            parts.append("failed: " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())))
+        if self.outcomes[ILLEGAL]:
+            parts.append(f"illegal {self.outcomes[ILLEGAL]}")
+        return " | ".join(parts)
+
+    def _serve(self, trial: optuna.Trial, served: _Served) -> None:
+        attrs = {k: v for k, v in served.attrs.items() if k != "source"}
+        attrs["duplicate_of"] = served.number
+        self._tell(trial, served.state, served.value, attrs)
+
+    def _result_attrs(self, result: Result) -> tuple[TrialState, float | None, dict]:
+        attrs: dict[str, Any] = {"runner": self.runner.mode, "resources": result.resources}
+        if result.compile_s is not None:
+            attrs["compile_s"] = round(result.compile_s, 3)
+        if result.rel_errors:
+            attrs["rel_error"] = max(result.rel_errors)
+        if not result.ok:
+            attrs.update(outcome=result.cause.value, cause=result.cause.value,
+                         message=result.message[-2000:])
+            return TrialState.FAIL, None, attrs
+        if result.timing is None:  # compile-only: honest, with no time
+            attrs.update(outcome=COMPILED)
+            return TrialState.PRUNED, None, attrs
+        t = result.timing
+        attrs.update(outcome=OK, time_ms=t.median_ms, min_ms=t.min_ms, max_ms=t.max_ms,
+                     spread=t.spread, rounds=t.rounds, iters_per_round=t.iters_per_round,
+                     input_sets=t.input_sets)
+        if self.flops:
+            attrs["tflops"] = self.flops / t.median_ms / 1e9
+        if self.bytes:
+            attrs["gbytes_per_s"] = self.bytes / t.median_ms / 1e6
+        return TrialState.COMPLETE, t.median_ms, attrs
+
+    def _finish(self, result: Result) -> None:
+        number = result.tag
+        trial = self.running[number]
+        first = self.first_timing.pop(number, None)
+        if first is None and self.retime_best and result.ok and result.timing is not None \
+                and result.time_ms < self.best_ms:
+            # A new best is re-timed first, so a lucky round does not win the study.
+            self.first_timing[number] = result
+            self.runner.submit(Candidate(self.space, trial.params, self.problem, tag=number))
+            return
+        del self.running[number]
+        state, value, attrs = self._result_attrs(result)
+        if first is not None:
+            attrs["first_time_ms"] = first.time_ms
+            if state == TrialState.COMPLETE:
+                attrs["retime_ms"] = value
+                value = max(value, first.time_ms)  # both rounds must agree it is this fast
+                attrs["time_ms"] = value
+                if self.flops:
+                    attrs["tflops"] = self.flops / value / 1e9
+        key = _key(trial.params)
+        self.served[key] = _Served(number, state, value, attrs)
+        del self.in_flight[key]
+        self._tell(trial, state, value, attrs)
+        for follower in self.followers.pop(number, []):
+            self._serve(follower, self.served[key])
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _ask_more(self) -> None:
+        while (not self.exhausted and self.runner.in_flight < self.runner.slots
+               and self.finished + self.open < self.trials):
+            trial = self.study.ask(self.distributions)
+            self.open += 1
+            if self._heartbeat:
+                self._heartbeat(trial._trial_id)
+            params = trial.params
+            reasons = self.space.violations(params, self.problem)
+            key = _key(params)
+            if reasons:
+                self._tell(trial, TrialState.PRUNED, None,
+                           {"outcome": ILLEGAL, "cause": ILLEGAL, "message": "; ".join(reasons)})
+            elif key in self.served:
+                self._serve(trial, self.served[key])
+            elif key in self.in_flight:
+                self.followers[self.in_flight[key]].append(trial)
+            else:
+                self.in_flight[key] = trial.number
+                self.running[trial.number] = trial
+                self.measured += 1
+                self.runner.submit(Candidate(self.space, params, self.problem, tag=trial.number))
+
+    def _beat(self) -> None:
+        if not self._heartbeat:
+            return
+        for trial in list(self.running.values()) + [t for ts in self.followers.values() for t in ts]:
+            self._heartbeat(trial._trial_id)
+
+    def run(self) -> StudySummary:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            # We record heartbeats ourselves, for ask/tell trials (optimize() would do it).
+            warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+            optuna.storages.fail_stale_trials(self.study)
+            self._enqueue_default()
+            try:
+                while True:
+                    self._ask_more()
+                    if not self.runner.in_flight:
+                        break
+                    for result in self.runner.collect(timeout=1.0):
+                        self._finish(result)
+                    self._beat()
+            finally:
+                if self.bar is not None:
+                    self.bar.close()
+        try:
+            best = self.study.best_trial
+        except ValueError:
+            best = None
+        return StudySummary(self.problem, self.study, self.finished, self.measured,
+                            self.outcomes, best)
+
+
+def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
+               timed: bool = True) -> optuna.Study:
+    study = optuna.create_study(storage=storage, study_name=study_name(space, problem, timed),
+                                sampler=sampler, direction="minimize", load_if_exists=True)
+    if "space" not in study.user_attrs:
+        for name, value in {"space": space.name, "kernel": space.kernel, "arch": space.arch,
+                            "problem": problem.key, "shape": problem.sizes, "dtype": problem.dtype,
+                            "flops": space.flops(problem), "timed": timed}.items():
+            study.set_user_attr(name, value)
+    return study
+
+
+def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storage,
+                 trials: int = 50, sampler: optuna.samplers.BaseSampler | None = None,
+                 retime_best: bool = True, progress: bool = False,
+                 fixed: Config | None = None) -> StudySummary:
+    """Run (or resume) the study of one problem until it holds `trials` finished trials.
+
+    `fixed` must match the sampler's fixed parameters; it overrides the default config too."""
+    study = open_study(space, problem, storage, sampler, runner.timed)
+    return _ProblemDriver(space, problem, study, runner, trials, retime_best, progress, fixed).run()
+
+
+def tune(space: SearchSpace, problems: list[Problem], runner: Runner, *, storage,
+         trials: int = 50, sampler_factory=None, retime_best: bool = True,
+         progress: bool = False, fixed: Config | None = None) -> list[StudySummary]:
+    """Tune each problem in turn; `sampler_factory()` makes a fresh sampler per study."""
+    return [tune_problem(space, p, runner, storage=storage, trials=trials,
+                         sampler=sampler_factory() if sampler_factory else None,
+                         retime_best=retime_best, progress=progress, fixed=fixed)
+            for p in problems]

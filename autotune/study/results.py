@@ -1,0 +1,38 @@
+"""Study results as pandas tables: every trial of a study, and the best config per shape."""
+
+from __future__ import annotations
+
+import optuna
+import pandas as pd
+from optuna.trial import TrialState
+
+
+def trials_table(study: optuna.Study) -> pd.DataFrame:
+    """One row per trial: number, state, value (ms), params_*, user_attrs_* (outcome, cause...)."""
+    return study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs",
+                                         "duration", "datetime_complete"))
+
+
+def best_configs(storage, space: str | None = None) -> pd.DataFrame:
+    """The best trial of every study in `storage` (of one space, if given): one row per shape."""
+    rows = []
+    for name in optuna.get_all_study_names(storage):
+        study = optuna.load_study(study_name=name, storage=storage)
+        attrs = study.user_attrs
+        if space is not None and attrs.get("space") != space:
+            continue
+        trials = study.get_trials(deepcopy=False)
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        best = min(complete, key=lambda t: t.value) if complete else None
+        rows.append({
+            "space": attrs.get("space"), "problem": attrs.get("problem", name),
+            "arch": attrs.get("arch"), "timed": attrs.get("timed", True),
+            "trials": sum(t.state.is_finished() for t in trials),
+            "failed": sum(t.state == TrialState.FAIL for t in trials),
+            "time_ms": best.value if best else None,
+            "tflops": best.user_attrs.get("tflops") if best else None,
+            "trial": best.number if best else None,
+            "config": dict(best.params) if best else None,
+        })
+    return pd.DataFrame(rows, columns=["space", "problem", "arch", "timed", "trials", "failed",
+                                       "time_ms", "tflops", "trial", "config"])

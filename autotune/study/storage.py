@@ -1,0 +1,55 @@
+"""Study storage: an SQLite file under studies/ by default, or any Optuna RDB URL (PostgreSQL
+for several drivers). Heartbeats let a restarted driver find trials its predecessor left running
+and re-queue them."""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import optuna
+
+from ..errors import UserError
+
+HEARTBEAT_S = 5
+GRACE_S = 20
+
+
+class StorageError(UserError):
+    pass
+
+
+def default_storage_url(space_name: str, directory: str = "studies") -> str:
+    return f"sqlite:///{directory}/{space_name}.db"
+
+
+def _display(url: str) -> str:
+    try:
+        import sqlalchemy
+
+        return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url.split("@")[-1]
+
+
+def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S) -> optuna.storages.RDBStorage:
+    """Open (creating if needed) the storage at `url`; StorageError with the reason if not."""
+    engine_kwargs = {}
+    if url.startswith("sqlite:///"):
+        path = pathlib.Path(url[len("sqlite:///"):])
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the directory for {url}: {exc.strerror}") from None
+        # Several processes (driver, `autotune results`) may touch the file at once.
+        engine_kwargs["connect_args"] = {"timeout": 30}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(
+                url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                grace_period=grace_s,
+                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2))
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StorageError(f"cannot open storage {_display(url)}: {reason}") from None
