@@ -24,6 +24,7 @@ from tvm.script.tirx import tile as Tx
 
 from ._sm90_wgmma import (
     ATOM_ROWS_BYTES,
+    COL_BLOCK,
     SWIZZLE_128B,
     WGMMA_K,
     WGMMA_M,
@@ -90,29 +91,26 @@ class Geometry:
 
     rows: int  # extent of the tile-row side (M, or N when swapped)
     cols: int
-    tiles_m: int
-    tiles_n: int
     cluster_tiles_m: int
     cluster_tiles_n: int
     total: int  # cluster tiles
     clusters: int  # clusters launched
+    cluster_size: int
     k_tiles: int
 
     @property
     def grid(self) -> int:
-        return self.clusters * self._cs
-
-    _cs: int = 1
+        return self.clusters * self.cluster_size
 
 
 def geometry(M: int, N: int, K: int, cfg: GemmConfig, num_sms: int = H100_SMS) -> Geometry:
     rows, cols = (N, M) if cfg.swap_ab else (M, N)
-    tm, tn = math.ceil(rows / cfg.blk_m), math.ceil(cols / cfg.blk_n)
-    ctm, ctn = math.ceil(tm / cfg.cluster_m), math.ceil(tn / cfg.cluster_n)
+    ctm = math.ceil(math.ceil(rows / cfg.blk_m) / cfg.cluster_m)
+    ctn = math.ceil(math.ceil(cols / cfg.blk_n) / cfg.cluster_n)
     total = ctm * ctn
     clusters = min(total, num_sms // cfg.cluster_size) if cfg.persistent else total
-    return Geometry(rows, cols, tm, tn, ctm, ctn, total, clusters,
-                    math.ceil(K / cfg.blk_k), cfg.cluster_size)
+    return Geometry(rows, cols, ctm, ctn, total, clusters, cfg.cluster_size,
+                    math.ceil(K / cfg.blk_k))
 
 
 def check_shape(M: int, N: int, K: int, dtype: str) -> None:
@@ -142,6 +140,14 @@ def _tile_coords(t, g: Geometry, cfg: GemmConfig):
     return (o, i) if cfg.raster == "m" else (i, o)
 
 
+def _epilogue_swizzle(blk_n: int) -> SwizzleMode:
+    """The widest swizzle whose row (64/32/16 elements) tiles BLK_N: conflict-free smem writes."""
+    for elems, mode in ((64, SwizzleMode.SWIZZLE_128B_ATOM), (32, SwizzleMode.SWIZZLE_64B_ATOM)):
+        if blk_n % elems == 0:
+            return mode
+    return SwizzleMode.SWIZZLE_32B_ATOM
+
+
 def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int = H100_SMS):
     """The TIRx PrimFunc for one (shape, config). Legality is the plugin's job; this
     asserts only what would otherwise miscompile."""
@@ -165,8 +171,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
-    D_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (C, WG_M, BLK_N))
     d_shape = (C, WG_M, BLK_N) if EPI_TMA else (1, 8, 64)
+    D_layout = mma_shared_layout(dtype, _epilogue_swizzle(BLK_N), d_shape)
 
     def cta_tile(tile, rank):
         """(first row, first col) of this CTA's tile for cluster tile `tile`."""
@@ -174,6 +180,26 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         tm = ctm * cfg.cluster_m + (rank if cfg.cluster_m > 1 else 0)
         tn = ctn * cfg.cluster_n + (rank if cfg.cluster_n > 1 else 0)
         return tm * BLK_M, tn * BLK_N
+
+    def load_stage(Xs, Ys, Xg, Yg, stage, r0, c0, k0, rank, bar):
+        """TMA loads of one ring stage, one 64-column swizzle block at a time (a box row is at
+        most 128 B); in a pair, each CTA loads its half of the shared tile for both CTAs."""
+        for kb in range(0, BLK_K, COL_BLOCK):
+            ks = k0 + kb
+            if cfg.cluster_n > 1:
+                Tx.copy_async(Xs[stage, rank * HX:rank * HX + HX, kb:kb + COL_BLOCK],
+                              Xg[r0 + rank * HX:r0 + rank * HX + HX, ks:ks + COL_BLOCK],
+                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST)
+            else:
+                Tx.copy_async(Xs[stage, :, kb:kb + COL_BLOCK],
+                              Xg[r0:r0 + BLK_M, ks:ks + COL_BLOCK], dispatch="tma_explicit", mbar=bar)
+            if cfg.cluster_m > 1:
+                Tx.copy_async(Ys[stage, rank * HY:rank * HY + HY, kb:kb + COL_BLOCK],
+                              Yg[c0 + rank * HY:c0 + rank * HY + HY, ks:ks + COL_BLOCK],
+                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST)
+            else:
+                Tx.copy_async(Ys[stage, :, kb:kb + COL_BLOCK],
+                              Yg[c0:c0 + BLK_N, ks:ks + COL_BLOCK], dispatch="tma_explicit", mbar=bar)
 
     def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, consumer, first_k):
         """All wgmmas of one K tile for this consumer's WG_M rows."""
@@ -258,33 +284,16 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                             full.arrive(ps.stage, STAGE_BYTES)
                             bar = T.meta_var(full.ptr_to([ps.stage]))
                             if SWAP:
-                                Xg = T.meta_var(B)
-                                Yg = T.meta_var(A)
+                                load_stage(Xs, Ys, B, A, ps.stage, r0, c0, k0, rank, bar)
                             else:
-                                Xg = T.meta_var(A)
-                                Yg = T.meta_var(B)
-                            if cfg.cluster_n > 1:
-                                Tx.copy_async(Xs[ps.stage, rank * HX:rank * HX + HX, :],
-                                              Xg[r0 + rank * HX:r0 + rank * HX + HX, k0:k0 + BLK_K],
-                                              dispatch="tma_auto", mbar=bar, cta_mask=MCAST)
-                            else:
-                                Tx.copy_async(Xs[ps.stage, :, :],
-                                              Xg[r0:r0 + BLK_M, k0:k0 + BLK_K],
-                                              dispatch="tma_auto", mbar=bar)
-                            if cfg.cluster_m > 1:
-                                Tx.copy_async(Ys[ps.stage, rank * HY:rank * HY + HY, :],
-                                              Yg[c0 + rank * HY:c0 + rank * HY + HY, k0:k0 + BLK_K],
-                                              dispatch="tma_auto", mbar=bar, cta_mask=MCAST)
-                            else:
-                                Tx.copy_async(Ys[ps.stage, :, :],
-                                              Yg[c0:c0 + BLK_N, k0:k0 + BLK_K],
-                                              dispatch="tma_auto", mbar=bar)
+                                load_stage(Xs, Ys, A, B, ps.stage, r0, c0, k0, rank, bar)
                             ps.advance()
                         tile = tile + NCL
         else:
             # ---------------- consumers ----------------
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CREGS)
-            consumer = T.meta_var(wg_id - 1)
+            # a size-1 dimension indexed by a variable defeats the TMA alignment proof
+            consumer = T.meta_var(wg_id - 1 if C > 1 else 0)
             acc = T.alloc_local((ACC,), "float32")
             a_desc = T.alloc_local((1,), "uint64")
             b_desc = T.alloc_local((1,), "uint64")
