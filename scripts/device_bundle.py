@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Build, outside git, what the GPU machines lack for studies: optuna and ray with their
+dependencies, for CPython 3.12 manylinux x86_64, as one compressed archive that fits the 64 MiB
+that travels with each call.
+
+    python scripts/device_bundle.py            # -> .bundle/device-site.tar.xz
+    # on the GPU machine (name .bundle in carry):
+    mkdir -p /tmp/site && tar -xJf .bundle/device-site.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PWD
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+REQUIREMENTS = ["optuna==5.0.0", "ray==2.60.0"]
+# Already in the GPU machines' image (device/KINDS.md): carrying them again only costs space.
+IMAGE_PROVIDES = {
+    "numpy", "packaging", "tqdm", "pyyaml", "typing-extensions", "markupsafe", "click",
+    "filelock", "msgpack", "protobuf", "requests", "charset-normalizer", "idna", "urllib3",
+    "certifi", "attrs", "aiosignal", "frozenlist",
+}
+# Parts of ray that actors, tasks and resources never load.
+RAY_PRUNE = ["ray/jars", "ray/rllib", "ray/dashboard/client", "ray/tune/examples",
+             "ray/serve", "ray/data/examples"]
+PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
+LIMIT = 40 * 2**20  # leave the rest of the 64 MiB for the tree and artifacts
+
+
+def project_name(wheel: Path) -> str:
+    return re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=".bundle/device-site.tar.xz")
+    args = ap.parse_args()
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels, site = Path(tmp, "wheels"), Path(tmp, "site")
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+               "--python-version", "3.12", "--implementation", "cp", "-d", str(wheels)]
+        for p in PLATFORMS:
+            cmd += ["--platform", p]
+        subprocess.run(cmd + REQUIREMENTS, check=True)
+        kept = sorted(w for w in wheels.glob("*.whl") if project_name(w) not in IMAGE_PROVIDES)
+        for w in kept:
+            zipfile.ZipFile(w).extractall(site)
+        for rel in RAY_PRUNE:
+            shutil.rmtree(site / rel, ignore_errors=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(out, "w:xz", preset=9) as tar:
+            for item in sorted(site.iterdir()):
+                tar.add(item, arcname=item.name)
+    size = out.stat().st_size
+    print(f"{out}: {size / 2**20:.1f} MiB, {len(kept)} wheels: "
+          + ", ".join(project_name(w) for w in kept))
+    if size > LIMIT:
+        print(f"error: bundle exceeds {LIMIT / 2**20:.0f} MiB", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
