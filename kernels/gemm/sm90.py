@@ -172,7 +172,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
     d_shape = (C, WG_M, BLK_N) if EPI_TMA else (1, 8, 64)
-    D_layout = mma_shared_layout(dtype, _epilogue_swizzle(BLK_N), d_shape)
+    EPI_SWIZZLE = _epilogue_swizzle(BLK_N)
+    EPI_W = {SwizzleMode.SWIZZLE_128B_ATOM: 64, SwizzleMode.SWIZZLE_64B_ATOM: 32,
+             SwizzleMode.SWIZZLE_32B_ATOM: 16}[EPI_SWIZZLE]  # elements per swizzle row
+    D_layout = mma_shared_layout(dtype, EPI_SWIZZLE, d_shape)
 
     def cta_tile(tile, rank):
         """(first row, first col) of this CTA's tile for cluster tile `tile`."""
@@ -222,14 +225,23 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 r, c = acc_coords(i, warp, lane)
                 row, col = row0 + j * WGMMA_M + r, col0 + c
                 v0, v1 = acc[j * BLK_N // 2 + i], acc[j * BLK_N // 2 + i + 1]
-                with T.If(T.And(row < ROWS, col < COLS)):
-                    with T.Then():
-                        if SWAP:
-                            T.buffer_store(D, T.Cast(dtype, v0), [col, row])
-                            T.buffer_store(D, T.Cast(dtype, v1), [col + 1, row])
-                        else:
+                if SWAP:  # D^T: the pair lands in two rows of D; M may be odd
+                    for dc, v in ((0, v0), (1, v1)):
+                        with T.If(T.And(row < ROWS, col + dc < COLS)):
+                            with T.Then():
+                                T.buffer_store(D, T.Cast(dtype, v), [col + dc, row])
+                else:  # N is a multiple of 8: col < N implies col + 1 < N
+                    with T.If(T.And(row < ROWS, col < COLS)):
+                        with T.Then():
                             T.buffer_store(D, T.Cast(dtype, v0), [row, col])
                             T.buffer_store(D, T.Cast(dtype, v1), [row, col + 1])
+
+    def store_tma(D, Ds, consumer, row0, col0):
+        """Shared tile -> global, one swizzle-row-wide column chunk per box; TMA clips the
+        box at the tensor's edge."""
+        for cb in range(0, BLK_N, EPI_W):
+            Tx.copy_async(D[row0:row0 + WG_M, col0 + cb:col0 + cb + EPI_W],
+                          Ds[consumer, :, cb:cb + EPI_W], dispatch="tma_explicit")
 
     def store_smem(Ds, acc, consumer, warp, lane):
         for j in range(M_ATOMS):
@@ -346,9 +358,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     T.ptx.fence.proxy.async_.shared__cta()
                     T.cuda.warpgroup_sync(1 + consumer)
                     if (warp == 0) & (lane == 0):
-                        Tx.copy_async(D[r0 + consumer * WG_M:r0 + consumer * WG_M + WG_M,
-                                        c0:c0 + BLK_N],
-                                      Ds[consumer, :, :], dispatch="tma_auto")
+                        store_tma(D, Ds, consumer, r0 + consumer * WG_M, c0)
                         T.ptx.cp.async_.bulk.commit_group()
                 else:
                     store_reg(D, acc, r0 + consumer * WG_M, c0, warp, lane)

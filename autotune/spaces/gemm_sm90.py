@@ -1,0 +1,219 @@
+"""Search space of the Hopper GEMM template (kernels/gemm/sm90.py): D = A @ B^T.
+
+Legality rules (checked before anything compiles; `violations` names each broken one):
+- shape: dtype bf16/fp16, N and K multiples of 8 (TMA needs 16-byte aligned row strides);
+- shared memory: 1024 + stages*(BLK_M + BLK_N)*BLK_K*2 (+ BLK_M*BLK_N*2 for the TMA-store
+  epilogue) <= 232448 B;
+- registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2) must fit the entry
+  register cap 65536/threads next to ~40 registers of addressing: <= 128 with two consumers
+  (384 threads, 168 registers), <= 192 with one (256 threads, 255 registers);
+- wgmma: N = BLK_N in [8, 256], a multiple of 8 (16 when a 2x1 cluster multicasts halves);
+  BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
+- swap-AB writes D^T through registers: it needs the register epilogue.
+
+Not in the space (not implemented): split-K, stream-K, fp8, a ping-pong consumer schedule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from .base import Config, Problem, SearchSpace
+
+SMEM_LIMIT = 232448
+MAX_ACC_REGS = {1: 192, 2: 128}
+CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
+
+# The knobs and their values; `swap_ab` is offered for skinny problems only.
+KNOBS: dict[str, tuple] = {
+    "wg_m": (64, 128),
+    "consumers": (1, 2),
+    "blk_n": (16, 32, 64, 96, 128, 160, 192, 224, 256),
+    "blk_k": (64, 128),
+    "stages": (2, 3, 4, 5, 6, 7, 8),
+    "cluster": tuple(CLUSTERS),
+    "persistent": (True, False),
+    "raster": ("m", "n"),
+    "group": (1, 2, 4, 8, 16),
+    "epilogue": ("tma", "reg"),
+    "swap_ab": (False, True),
+}
+SKINNY_M = 128
+
+# Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
+LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
+SUITE = tuple(f"{s}x{s}x{s}" for s in (2048, 4096, 8192)) + tuple(
+    f"{m}x{n}x{k}" for m in (16, 128, 512, 2048, 8192) for n, k in LLAMA3_8B_NK
+)
+
+
+def kernel_config(config: Config):
+    """The template's GemmConfig for a space config."""
+    from kernels.gemm.sm90 import GemmConfig
+
+    cm, cn = CLUSTERS[config["cluster"]]
+    fields = {k: v for k, v in config.items() if k != "cluster"}
+    return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+class GemmSm90Space(SearchSpace):
+    name = "gemm_sm90"
+    kernel = "gemm"
+    arch = "sm_90a"
+    default_shapes = SUITE
+
+    # -- the space ------------------------------------------------------------------------
+    def knob_values(self, problem: Problem) -> dict[str, tuple]:
+        values = dict(KNOBS)
+        if problem["M"] > SKINNY_M:
+            values["swap_ab"] = (False,)
+        return values
+
+    def parameters(self, problem: Problem) -> Mapping[str, Any]:
+        from optuna.distributions import CategoricalDistribution
+
+        return {k: CategoricalDistribution(list(v)) for k, v in self.knob_values(problem).items()}
+
+    def violations(self, config: Config, problem: Problem) -> list[str]:
+        out = self._shape_violations(problem)
+        values = self.knob_values(problem)
+        for knob, allowed in values.items():
+            if knob not in config:
+                out.append(f"knob {knob} is missing")
+            elif config[knob] not in allowed:
+                out.append(f"{knob}={config[knob]!r} is not one of {allowed}")
+        unknown = sorted(set(config) - set(values))
+        if unknown:
+            out.append(f"unknown knobs {unknown}")
+        if out:
+            return out
+
+        from kernels.gemm.sm90 import accumulator_regs, smem_bytes
+
+        cfg = kernel_config(config)
+        smem = smem_bytes(cfg)
+        if smem > SMEM_LIMIT:
+            out.append(f"shared memory {smem} B > {SMEM_LIMIT} B "
+                       f"({cfg.stages} stages of ({cfg.blk_m}+{cfg.blk_n})x{cfg.blk_k}"
+                       f"{' + the epilogue tile' if cfg.epilogue == 'tma' else ''})")
+        acc, cap = accumulator_regs(cfg), MAX_ACC_REGS[cfg.consumers]
+        if acc > cap:
+            out.append(f"{acc} accumulator registers per thread > {cap} with "
+                       f"{cfg.consumers} consumer warpgroup(s): would spill")
+        if not (8 <= cfg.blk_n <= 256 and cfg.blk_n % 8 == 0):
+            out.append(f"wgmma N={cfg.blk_n} outside [8, 256] or not a multiple of 8")
+        if cfg.cluster_m == 2 and cfg.blk_n % 16:
+            out.append(f"a 2x1 cluster multicasts BLK_N/2 rows: BLK_N={cfg.blk_n} must be a "
+                       "multiple of 16")
+        if cfg.swap_ab and cfg.epilogue != "reg":
+            out.append("swap_ab writes D^T through registers: it needs epilogue='reg'")
+        return out
+
+    def _shape_violations(self, problem: Problem) -> list[str]:
+        from kernels.gemm.sm90 import check_shape
+
+        try:
+            check_shape(problem["M"], problem["N"], problem["K"], problem.dtype)
+        except ValueError as exc:
+            return [str(exc)]
+        return []
+
+    def legal_configs(self, problem: Problem):
+        """Every legal config, in a fixed order (the space is a finite product)."""
+        values = self.knob_values(problem)
+        for combo in itertools.product(*values.values()):
+            config = dict(zip(values, combo))
+            if not self.violations(config, problem):
+                yield config
+
+    def default_config(self, problem: Problem) -> Config:
+        """Hand-tuned per shape class; the reasoning:
+
+        - decode, M <= 64: bandwidth-bound on B (the weights). Swap A and B so N fills the
+          64-row wgmma side and M becomes the narrow wgmma N (BLK_N = M rounded up to 16):
+          N/64 CTAs stream B with a deep (8-stage, BLK_K=128) ring, one consumer each.
+        - 64 < M <= 128: still skinny; swapped, BLK_N=128 covers M in one tile, 6 stages.
+        - medium, M <= 1024: 128x128 tiles (two 64-row consumers) give enough tiles to fill
+          132 SMs; 5 stages; persistent with grouped raster; TMA-store epilogue.
+        - large: 128x256 tiles (two 64-row consumers, 128 accumulators each, the widest that
+          fits the register budget), 2x1 cluster multicasting B, persistent, group 8 for L2
+          reuse, TMA-store epilogue; 3 stages is what fits next to the 64 KiB epilogue tile.
+        """
+        M = problem["M"]
+        if M <= 64:
+            blk_n = max(16, _round_up(M, 16))
+            return self._complete(wg_m=64, consumers=1, blk_n=blk_n, blk_k=128, stages=8,
+                                  persistent=False, epilogue="reg", swap_ab=True)
+        if M <= SKINNY_M:
+            return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64, stages=6,
+                                  persistent=False, epilogue="reg", swap_ab=True)
+        if M <= 1024:
+            return self._complete(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=5)
+        return self._complete(wg_m=64, consumers=2, blk_n=256, blk_k=64, stages=3, cluster="2x1")
+
+    @staticmethod
+    def _complete(**overrides) -> Config:
+        base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
+                    persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False)
+        base.update(overrides)
+        return base
+
+    # -- problems -------------------------------------------------------------------------
+    def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
+        m = re.fullmatch(r"\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*", text)
+        if not m:
+            raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")
+        M, N, K = (int(g) for g in m.groups())
+        from kernels.gemm.sm90 import check_shape
+
+        check_shape(M, N, K, dtype)
+        return Problem.of(dtype, M=M, N=N, K=K)
+
+    def flops(self, problem: Problem) -> float:
+        return 2.0 * problem["M"] * problem["N"] * problem["K"]
+
+    def bytes_moved(self, problem: Problem) -> float:
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        return 2.0 * (M * K + N * K + M * N)
+
+    # -- building and checking ------------------------------------------------------------
+    def build(self, config: Config, problem: Problem):
+        from kernels.gemm.sm90 import build_gemm
+
+        return build_gemm(problem["M"], problem["N"], problem["K"], problem.dtype,
+                          kernel_config(config))
+
+    def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:
+        import torch
+
+        dtype = getattr(torch, problem.dtype)
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        a = torch.randn(M, K, generator=gen).to(dtype=dtype, device=device)
+        b = torch.randn(N, K, generator=gen).to(dtype=dtype, device=device)
+        d = torch.empty(M, N, dtype=dtype, device=device)
+        return [a, b, d]
+
+    def output_indices(self, problem: Problem) -> list[int]:
+        return [2]
+
+    def reference(self, problem: Problem, inputs: list) -> list:
+        a, b, _ = inputs
+        return [a.float() @ b.float().T]
+
+    def vendor(self, problem: Problem, inputs: list):
+        import torch
+
+        a, b, _ = inputs
+        return lambda: torch.matmul(a, b.T)
+
+    def template_files(self) -> list[str]:
+        root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
+        return [str(root / "sm90.py"), str(root / "_sm90_wgmma.py")]

@@ -1,0 +1,184 @@
+"""Build here, run on a GPU machine: the shared machinery of the sm90 GEMM validation and
+benchmark scripts.
+
+`build_jobs` (needs TVM) compiles each (problem, config) job into a folder of artifacts that
+travels to the GPU machine (cubin + launch description only, to stay under the transfer limit).
+`run_jobs` (needs torch + cuda-bindings, no TVM) checks every job against a float32 reference on
+fresh random inputs with poisoned outputs, and times the jobs asked for, with cuBLAS
+(torch.matmul) timed in the same process. Jobs run in a worker process with a per-job time limit,
+so one hanging kernel costs its own result, not the run's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autotune.spaces.gemm_sm90 import GemmSm90Space  # noqa: E402
+
+SPACE = GemmSm90Space()
+JOB_TIMEOUT_S = 60
+L2_ROTATE_BYTES = 256 << 20  # rotate input sets so timed runs do not sit in the 50-60 MB L2
+
+
+def build_jobs(jobs: list[dict], out: Path) -> None:
+    """jobs: {"problem": "MxNxK", "dtype", "config", "time": bool, "tag"}. Writes out/<i>/ and
+    out/manifest.json; a job that fails to compile is recorded with its error and not run."""
+    import tirx
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for i, job in enumerate(jobs):
+        problem = SPACE.parse_problem(job["problem"], job.get("dtype", "bfloat16"))
+        entry = dict(job, id=i)
+        t0 = time.time()
+        try:
+            art = tirx.build(SPACE.build(job["config"], problem), SPACE.arch)
+            d = out / str(i)
+            d.mkdir(exist_ok=True)
+            (d / "kernel.cubin").write_bytes(art.cubin)
+            (d / "artifact.json").write_text((art.path / "artifact.json").read_text())
+            (d / "kernel.cu").write_text("")  # the source stays here: Artifact.load wants the file
+            entry["resources"] = {"registers": art.resources.registers,
+                                  "spill_bytes": art.resources.spill_bytes,
+                                  "smem_bytes": art.resources.smem_bytes}
+        except Exception as exc:  # recorded, and the job is skipped on the GPU
+            entry["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        entry["compile_s"] = round(time.time() - t0, 2)
+        manifest.append(entry)
+        print(f"[{i + 1}/{len(jobs)}] {job['problem']} {job.get('tag', '')} "
+              f"{entry.get('compile_error', entry.get('resources'))} {entry['compile_s']}s",
+              flush=True)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+# ---------------------------------------------------------------- GPU side (no TVM)
+def _median_ms(fn) -> float:
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def _input_sets(problem, seed: int) -> list:
+    per_set = SPACE.bytes_moved(problem)
+    n = max(1, min(8, math.ceil(L2_ROTATE_BYTES / per_set)))
+    return [SPACE.make_inputs(problem, seed + s) for s in range(n)]
+
+
+def _rotating(calls):
+    state = {"i": 0}
+
+    def run():
+        calls[state["i"] % len(calls)]()
+        state["i"] += 1
+
+    return run
+
+
+def _run_one(job: dict, art_dir: Path, vendor_cache: dict) -> dict:
+    import torch
+
+    import tirx
+
+    problem = SPACE.parse_problem(job["problem"], job.get("dtype", "bfloat16"))
+    kernel = tirx.Kernel(tirx.Artifact.load(art_dir / str(job["id"])))
+    result = {"id": job["id"]}
+    errors = []
+    for seed in (job["id"] * 7 + 1, job["id"] * 7 + 2):  # two fresh input draws per job
+        inputs = SPACE.make_inputs(problem, seed)
+        (out,) = [inputs[i] for i in SPACE.output_indices(problem)]
+        out.fill_(float("nan"))  # poison: an unwritten element stays NaN
+        kernel(*inputs)
+        torch.cuda.synchronize()
+        (ref,) = SPACE.reference(problem, inputs)
+        unwritten = int(torch.isnan(out).sum())
+        err = (torch.linalg.vector_norm(out.double() - ref.double())
+               / torch.linalg.vector_norm(ref.double())).item()
+        errors.append(err)
+        if unwritten or not err <= SPACE.tolerance(problem):
+            result["error"] = f"{unwritten} unwritten elements, relative error {err:.3g}"
+            break
+    result["rel_err"] = max(errors)
+    result["ok"] = "error" not in result
+    if result["ok"] and job.get("time"):
+        sets = _input_sets(problem, 1000 + job["id"])
+        result["ms"] = _median_ms(_rotating([lambda s=s: kernel(*s) for s in sets]))
+        result["tflops"] = SPACE.flops(problem) / result["ms"] / 1e9
+        key = (job["problem"], job.get("dtype", "bfloat16"))
+        if key not in vendor_cache:
+            ms = _median_ms(_rotating([SPACE.vendor(problem, s) for s in sets]))
+            vendor_cache[key] = (ms, SPACE.flops(problem) / ms / 1e9)
+        result["cublas_ms"], result["cublas_tflops"] = vendor_cache[key]
+    return result
+
+
+def _worker(art_dir: str, jobs: list[dict], conn) -> None:
+    vendor_cache: dict = {}
+    for job in jobs:
+        try:
+            res = _run_one(job, Path(art_dir), vendor_cache)
+        except Exception as exc:
+            res = {"id": job["id"], "ok": False,
+                   "error": f"{type(exc).__name__}: {exc}"[:400],
+                   "trace": traceback.format_exc()[-800:]}
+        conn.send(res)
+    conn.send(None)
+
+
+def run_jobs(art_dir: Path, results_path: Path) -> list[dict]:
+    """Run every compiled job; append one JSON line per job to results_path as it finishes."""
+    manifest = json.loads((art_dir / "manifest.json").read_text())
+    pending = [j for j in manifest if "compile_error" not in j]
+    results = []
+    ctx = mp.get_context("spawn")
+    with results_path.open("a") as log:
+        while pending:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(str(art_dir), pending, child), daemon=True)
+            proc.start()
+            while True:
+                if not parent.poll(JOB_TIMEOUT_S):
+                    res = {"id": pending[0]["id"], "ok": False,
+                           "error": f"no result in {JOB_TIMEOUT_S}s (hang?)"}
+                    proc.kill()
+                    proc.join()
+                else:
+                    try:
+                        res = parent.recv()
+                    except EOFError:  # the worker died (e.g. a fatal CUDA error)
+                        proc.join()
+                        res = {"id": pending[0]["id"], "ok": False,
+                               "error": f"no result: worker exited with {proc.exitcode}"}
+                    if res is None:
+                        proc.join()
+                        pending = []
+                        break
+                job = next(j for j in pending if j["id"] == res["id"])
+                res = {**job, **res}
+                results.append(res)
+                log.write(json.dumps(res) + "\n")
+                log.flush()
+                pending = [j for j in pending if j["id"] != res["id"]]
+                print(f"{res['problem']:>18} {res.get('tag', ''):>10} ok={res['ok']} "
+                      f"err={res.get('rel_err', float('nan')):.2e} "
+                      f"tflops={res.get('tflops', float('nan')):.1f} "
+                      f"{res.get('error', '')}", flush=True)
+                if res.get("error", "").startswith("no result"):
+                    break  # the worker is gone: start a fresh one on what is left
+    return results
+
+
+def device_info() -> dict:
+    import torch
+
+    return {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "cuda": torch.version.cuda, "sms": torch.cuda.get_device_properties(0).multi_processor_count,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}

@@ -1,0 +1,157 @@
+"""The Hopper GEMM plugin and template on a CPU-only machine: legality, defaults, refusals, and
+that legal configs compile for sm_90a with zero spills and the Hopper machinery in the source."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from autotune.spaces.base import IllegalConfig
+from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
+from kernels.gemm.sm90 import _tile_coords, geometry, smem_bytes
+
+SPACE = GemmSm90Space()
+BIG = SPACE.parse_problem("4096x4096x4096")
+SKINNY = SPACE.parse_problem("16x4096x4096")
+
+
+def test_registered_identity():
+    assert (SPACE.name, SPACE.arch, SPACE.kernel) == ("gemm_sm90", "sm_90a", "gemm")
+    assert len(SUITE) == 23 and SPACE.default_problems()[0].sizes == {"M": 2048, "N": 2048,
+                                                                       "K": 2048}
+
+
+def test_parameters_are_categoricals_over_every_knob():
+    params = SPACE.parameters(BIG)
+    assert set(params) == set(KNOBS)
+    assert params["swap_ab"].choices == (False,)  # swap-AB is for skinny problems only
+    assert set(SPACE.parameters(SKINNY)["swap_ab"].choices) == {False, True}
+
+
+@pytest.mark.parametrize("shape", SUITE + ("1x4096x4096", "77x1024x1000", "1000x520x136"))
+def test_default_is_legal_for_every_shape_class(shape):
+    problem = SPACE.parse_problem(shape)
+    assert SPACE.violations(SPACE.default_config(problem), problem) == []
+
+
+@pytest.mark.parametrize("text, words", [
+    ("4096x4097x4096", "N=4097 is not a multiple of 8"),
+    ("4096x4096x100", "K=100 is not a multiple of 8"),
+    ("0x4096x4096", "must be positive"),
+    ("4096x4096", "not of the form MxNxK"),
+])
+def test_unsupported_shapes_are_refused_with_the_reason(text, words):
+    with pytest.raises(ValueError, match=words):
+        SPACE.parse_problem(text)
+
+
+def test_unsupported_dtype_is_refused():
+    with pytest.raises(ValueError, match="float32"):
+        SPACE.parse_problem("128x128x128", dtype="float32")
+
+
+def _config(**kw):
+    return {**SPACE.default_config(BIG), **kw}
+
+
+@pytest.mark.parametrize("overrides, reason", [
+    (dict(stages=5, blk_n=256, epilogue="tma"), "shared memory"),
+    (dict(wg_m=128, consumers=2, blk_n=256, stages=2, epilogue="reg"), "accumulator registers"),
+    (dict(wg_m=128, consumers=1, blk_n=256, stages=2, epilogue="reg"), "accumulator registers"),
+    (dict(stages=9), "stages=9 is not one of"),
+    (dict(blk_n=264), "blk_n=264 is not one of"),
+    (dict(cluster="2x2"), "cluster='2x2' is not one of"),
+    (dict(split_k=2), "unknown knobs"),
+])
+def test_illegal_configs_name_the_broken_rule(overrides, reason):
+    config = _config(**overrides)
+    assert any(reason in v for v in SPACE.violations(config, BIG))
+    with pytest.raises(IllegalConfig):
+        SPACE.check(config, BIG)
+
+
+def test_swap_ab_needs_register_epilogue_and_a_skinny_problem():
+    swapped = {**SPACE.default_config(SKINNY), "epilogue": "tma"}
+    assert any("epilogue='reg'" in v for v in SPACE.violations(swapped, SKINNY))
+    assert any("swap_ab=True" in v
+               for v in SPACE.violations(_config(swap_ab=True, epilogue="reg"), BIG))
+
+
+def test_missing_knob_is_illegal():
+    config = _config()
+    del config["stages"]
+    assert "knob stages is missing" in SPACE.violations(config, BIG)
+
+
+def test_smem_rule_matches_the_template_formula():
+    for config in itertools.islice(SPACE.legal_configs(BIG), 0, None, 997):
+        assert smem_bytes(kernel_config(config)) <= 232448
+
+
+@pytest.mark.parametrize("rows, cols, cfg", [
+    (1000, 3000, dict(raster="m", group=4)), (1000, 3000, dict(raster="n", group=8)),
+    (4096, 4096, dict(raster="m", group=16, cluster_m=2)), (77, 520, dict(raster="n", group=1)),
+])
+def test_grouped_raster_visits_every_cluster_tile_once(rows, cols, cfg):
+    from kernels.gemm.sm90 import GemmConfig
+
+    c = GemmConfig(**cfg)
+    g = geometry(rows, cols, 64, c)
+    seen = {tuple(int(x) for x in _tile_coords(t, g, c)) for t in range(g.total)}
+    assert seen == set(itertools.product(range(g.cluster_tiles_m), range(g.cluster_tiles_n)))
+
+
+def covering_sample(seed: int = 0, per_shape: int = 6) -> list[tuple]:
+    """Legal (problem, config) pairs drawn until every value of every knob appears."""
+    rng = random.Random(seed)
+    shapes = ("16x4096x4096", "1000x1024x4104", "4096x4096x4096")
+    unseen = {(k, v) for k, vals in KNOBS.items() for v in vals}
+    out = []
+    for text in shapes:
+        problem = SPACE.parse_problem(text)
+        legal = list(SPACE.legal_configs(problem))
+        for _ in range(per_shape):
+            pool = rng.sample(legal, 64)
+            best = max(pool, key=lambda c: len(set(c.items()) & unseen))
+            unseen -= set(best.items())
+            out.append((problem, best))
+    assert not unseen, f"the sample misses {sorted(unseen, key=str)}"
+    return out
+
+
+def _compile_and_check(problem, config, tmp_path):
+    import tirx
+
+    art = tirx.build(SPACE.build(config, problem), SPACE.arch, cache_dir=tmp_path)
+    res = art.resources
+    assert res.spill_bytes == 0 and res.stack_frame_bytes == 0, (config, res)
+    assert res.smem_bytes <= 232448
+    for needle in ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier"):
+        assert needle in art.source, needle
+    c = kernel_config(config)
+    assert art.launch.cluster == (None if c.cluster_size == 1 else (c.cluster_size, 1, 1))
+    assert art.launch.block == ((c.consumers + 1) * 128, 1, 1)
+
+
+@pytest.mark.parametrize("problem, config", covering_sample(),
+                         ids=lambda x: getattr(x, "key", None) or "")
+def test_legal_config_compiles_without_spills(problem, config, tmp_path):
+    _compile_and_check(problem, config, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8))
+def test_larger_legal_sample_compiles_without_spills(seed, tmp_path):
+    for problem, config in covering_sample(seed=100 + seed, per_shape=8):
+        _compile_and_check(problem, config, tmp_path)
+
+
+def test_illegal_config_is_refused_before_compiling(monkeypatch):
+    """The plugin's check is what stands between the tuner and the compiler."""
+    import kernels.gemm.sm90 as template
+
+    monkeypatch.setattr(template, "build_gemm", lambda *a, **k: pytest.fail("compiled"))
+    with pytest.raises(IllegalConfig):
+        SPACE.check(_config(stages=5, epilogue="tma"), BIG)
