@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from kernels.gemm._sm90_config import GemmConfig, accumulator_regs, check_shape, smem_bytes
+
 from .base import Config, Problem, SearchSpace
 
 SMEM_LIMIT = 232448
@@ -52,8 +54,6 @@ SUITE = tuple(f"{s}x{s}x{s}" for s in (2048, 4096, 8192)) + tuple(
 
 def kernel_config(config: Config):
     """The template's GemmConfig for a space config."""
-    from kernels.gemm.sm90 import GemmConfig
-
     cm, cn = CLUSTERS[config["cluster"]]
     fields = {k: v for k, v in config.items() if k != "cluster"}
     return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
@@ -95,8 +95,6 @@ class GemmSm90Space(SearchSpace):
         if out:
             return out
 
-        from kernels.gemm.sm90 import accumulator_regs, smem_bytes
-
         cfg = kernel_config(config)
         smem = smem_bytes(cfg)
         if smem > SMEM_LIMIT:
@@ -117,8 +115,6 @@ class GemmSm90Space(SearchSpace):
         return out
 
     def _shape_violations(self, problem: Problem) -> list[str]:
-        from kernels.gemm.sm90 import check_shape
-
         try:
             check_shape(problem["M"], problem["N"], problem["K"], problem.dtype)
         except ValueError as exc:
@@ -171,8 +167,6 @@ class GemmSm90Space(SearchSpace):
         if not m:
             raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")
         M, N, K = (int(g) for g in m.groups())
-        from kernels.gemm.sm90 import check_shape
-
         check_shape(M, N, K, dtype)
         return Problem.of(dtype, M=M, N=N, K=K)
 

@@ -14,14 +14,22 @@ epilogue guards every store, the TMA store clips at the tensor edge.
 
 from __future__ import annotations
 
-import dataclasses
-import math
-
 from tvm.backend.cuda.lang.pipeline import MBarrier, PipelineState, TMABar
 from tvm.backend.cuda.tile_primitive.tma_utils import SwizzleMode, mma_shared_layout
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 
+from ._sm90_config import (  # noqa: F401  (re-exported: the template's public surface)
+    DTYPES,
+    ELEM_BYTES,
+    H100_SMS,
+    GemmConfig,
+    Geometry,
+    accumulator_regs,
+    check_shape,
+    geometry,
+    smem_bytes,
+)
 from ._sm90_wgmma import (
     ATOM_ROWS_BYTES,
     COL_BLOCK,
@@ -34,96 +42,9 @@ from ._sm90_wgmma import (
     wgmma_ss,
 )
 
-DTYPES = ("bfloat16", "float16")
-H100_SMS = 132  # H100 SXM and H200 alike
 PRODUCER_REGS = 40
 # setmaxnreg budgets: (producer + consumers) x 128 threads x regs <= 65536
 CONSUMER_REGS = {1: 240, 2: 232}
-ELEM_BYTES = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class GemmConfig:
-    wg_m: int = 64  # rows per consumer warpgroup: 64 or 128 (one or two m64 wgmma)
-    consumers: int = 2  # consumer warpgroups, cooperative on one CTA tile
-    blk_n: int = 256
-    blk_k: int = 64
-    stages: int = 4
-    cluster_m: int = 1  # 2: a pair along M shares (multicasts) the B tile
-    cluster_n: int = 1  # 2: a pair along N shares (multicasts) the A tile
-    persistent: bool = True
-    raster: str = "m"  # "m": walk down M inside a group of `group` tile rows; "n": transposed
-    group: int = 8
-    epilogue: str = "tma"  # "tma": registers -> smem -> TMA store; "reg": registers -> global
-    swap_ab: bool = False  # compute D^T = B @ A^T: N fills the 64-row wgmma side
-
-    @property
-    def blk_m(self) -> int:
-        return self.wg_m * self.consumers
-
-    @property
-    def cluster_size(self) -> int:
-        return self.cluster_m * self.cluster_n
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GemmConfig":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def smem_bytes(cfg: GemmConfig) -> int:
-    """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile)."""
-    ring = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
-    epi = cfg.blk_m * cfg.blk_n * ELEM_BYTES if cfg.epilogue == "tma" else 0
-    return 1024 + ring + epi
-
-
-def accumulator_regs(cfg: GemmConfig) -> int:
-    """f32 accumulator registers per consumer thread."""
-    return (cfg.wg_m // WGMMA_M) * cfg.blk_n // 2
-
-
-@dataclasses.dataclass(frozen=True)
-class Geometry:
-    """Launch geometry derived from (problem, config)."""
-
-    rows: int  # extent of the tile-row side (M, or N when swapped)
-    cols: int
-    cluster_tiles_m: int
-    cluster_tiles_n: int
-    total: int  # cluster tiles
-    clusters: int  # clusters launched
-    cluster_size: int
-    k_tiles: int
-
-    @property
-    def grid(self) -> int:
-        return self.clusters * self.cluster_size
-
-
-def geometry(M: int, N: int, K: int, cfg: GemmConfig, num_sms: int = H100_SMS) -> Geometry:
-    rows, cols = (N, M) if cfg.swap_ab else (M, N)
-    ctm = math.ceil(math.ceil(rows / cfg.blk_m) / cfg.cluster_m)
-    ctn = math.ceil(math.ceil(cols / cfg.blk_n) / cfg.cluster_n)
-    total = ctm * ctn
-    clusters = min(total, num_sms // cfg.cluster_size) if cfg.persistent else total
-    return Geometry(rows, cols, ctm, ctn, total, clusters, cfg.cluster_size,
-                    math.ceil(K / cfg.blk_k))
-
-
-def check_shape(M: int, N: int, K: int, dtype: str) -> None:
-    """Refuse what the template cannot do, with the reason."""
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} unsupported; the sm_90a GEMM takes {DTYPES}")
-    if M < 1 or N < 1 or K < 1:
-        raise ValueError(f"GEMM sizes must be positive, got M={M} N={N} K={K}")
-    for name, v in (("N", N), ("K", K)):
-        if v % 8:
-            raise ValueError(
-                f"{name}={v} is not a multiple of 8: TMA needs 16-byte aligned row strides"
-            )
 
 
 def _tile_coords(t, g: Geometry, cfg: GemmConfig):
