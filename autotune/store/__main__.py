@@ -1,0 +1,79 @@
+"""python -m autotune.store export|merge|show: studies -> store files, merging, inspection."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import UserError
+from . import DEFAULT_ROOT, ConfigStore, Gpu, current_gpu, merge, merge_into, store_path
+
+
+def cmd_export(args) -> int:
+    from ..spaces import get_space
+    from ..study import open_storage
+    from .export import store_from_studies
+
+    space = get_space(args.space)
+    gpu = current_gpu()
+    if args.device:
+        gpu = Gpu(arch=space.arch, device=args.device, driver=args.driver, cuda=args.cuda)
+    elif gpu is None:
+        raise UserError("no GPU here: pass --device (the GPU model the studies ran on)")
+    tvm_version = ""
+    try:
+        import tvm
+
+        tvm_version = tvm.__version__
+    except ImportError:
+        pass
+    store = store_from_studies(open_storage(args.storage), space, gpu, tvm_version)
+    path = args.out or store_path(args.root, space.name, gpu.device)
+    merged = merge_into(path, store)
+    print(f"{path}: {len(store.entries)} exported, {len(merged.entries)} in the store")
+    return 0
+
+
+def cmd_merge(args) -> int:
+    stores = [ConfigStore.read(p) for p in args.files]
+    merged = merge(stores, args.files)
+    merged.write(args.out)
+    print(f"{args.out}: {len(merged.entries)} entries from {len(stores)} files")
+    return 0
+
+
+def cmd_show(args) -> int:
+    store = ConfigStore.read(args.file)
+    print(store.header)
+    for e in store.sorted_entries():
+        ratio = f" ({e.default_ms / e.time_ms:.2f}x default)" if e.default_ms else ""
+        print(f"{e.problem}: {e.time_ms:.4g} ms{ratio} {e.config}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autotune.store", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    export = sub.add_parser("export", help="best trial per study -> the space's store file")
+    export.add_argument("--space", required=True)
+    export.add_argument("--storage", required=True, help="Optuna storage URL of the studies")
+    export.add_argument("--device", help="GPU model the studies ran on (default: this GPU)")
+    export.add_argument("--driver", default="", help="with --device: its driver version")
+    export.add_argument("--cuda", default="", help="with --device: its CUDA version")
+    export.add_argument("--root", default=str(DEFAULT_ROOT), help="store root (studies/configs)")
+    export.add_argument("--out", help="store file (default <root>/<space>/<device>.json)")
+    merge_p = sub.add_parser("merge", help="merge store files; the faster entry per shape wins")
+    merge_p.add_argument("files", nargs="+")
+    merge_p.add_argument("--out", required=True)
+    show = sub.add_parser("show", help="print a store file")
+    show.add_argument("file")
+    args = parser.parse_args(argv)
+    try:
+        return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show}[args.command](args)
+    except UserError as exc:
+        print(f"autotune.store: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

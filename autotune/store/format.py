@@ -1,0 +1,162 @@
+"""The config store file: the best config per shape of one search space on one GPU model.
+
+Why JSON, written by hand: it is in every Python's standard library (the GPU machines have no
+TOML writer or YAML), and we lay it out for diffs - the header pretty-printed, then one entry
+per line with sorted keys, entries sorted by problem. A re-tuned shape changes one line.
+
+    {"schema": 1,
+     "header": {"arch": "sm_90a", "device": "NVIDIA H200", ...},
+     "entries": [
+      {"config": {...}, "default_ms": 0.21, "problem": "M=16,N=4096,K=4096,dtype=bfloat16", ...},
+      ...
+     ]}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..spaces.base import Config, Problem
+
+SCHEMA_VERSION = 1
+
+
+class CorruptStoreError(UserError):
+    """A store file that cannot be parsed or breaks the schema; the message names the file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    """Where and with what the entries were measured.
+
+    A loader refuses a file whose identity fields (see compat.py) differ from the running GPU
+    and template; the toolchain fields are provenance."""
+
+    space: str  # plugin name, e.g. "gemm_sm90"
+    kernel: str  # "gemm", "attention"
+    arch: str  # "sm_90a"
+    device: str  # GPU model as the driver names it, e.g. "NVIDIA H200"
+    template: str  # hash of the template's source files (compat.template_hash)
+    driver: str = ""
+    cuda: str = ""
+    tvm: str = ""
+    schema: int = SCHEMA_VERSION
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One tuned shape: its best config and the times it was compared with (ms, median)."""
+
+    problem: str  # Problem.key, e.g. "M=16,N=4096,K=4096,dtype=bfloat16"
+    config: Config
+    time_ms: float
+    default_ms: float | None = None  # the hand-tuned default config, same GPU
+    vendor_ms: float | None = None  # cuBLAS / cuDNN through torch, same GPU
+    source: str = ""  # where it was measured: study name, trial
+
+    @property
+    def parsed_problem(self) -> Problem:
+        return problem_from_key(self.problem)
+
+
+def problem_from_key(key: str) -> Problem:
+    """Inverse of Problem.key: "M=16,N=4096,K=4096,dtype=bfloat16" -> Problem."""
+    sizes, dtype = [], None
+    for item in key.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"problem key {key!r}: {item!r} is not NAME=VALUE")
+        if name == "dtype":
+            dtype = value
+        else:
+            sizes.append((name, int(value)))
+    if dtype is None:
+        raise ValueError(f"problem key {key!r} has no dtype")
+    return Problem(tuple(sizes), dtype)
+
+
+def _sort_key(entry: Entry) -> tuple:
+    p = entry.parsed_problem
+    return (p.dtype, tuple(name for name, _ in p.shape), tuple(v for _, v in p.shape))
+
+
+@dataclasses.dataclass
+class ConfigStore:
+    header: Header
+    entries: dict[str, Entry] = dataclasses.field(default_factory=dict)  # by problem key
+
+    def add(self, entry: Entry) -> None:
+        """Keep the faster of the new entry and the one already stored for its problem."""
+        old = self.entries.get(entry.problem)
+        if old is None or entry.time_ms < old.time_ms:
+            self.entries[entry.problem] = entry
+
+    def get(self, problem: Problem) -> Entry | None:
+        return self.entries.get(problem.key)
+
+    def sorted_entries(self) -> list[Entry]:
+        return sorted(self.entries.values(), key=_sort_key)
+
+    # -- files ----------------------------------------------------------------------------
+    def dumps(self) -> str:
+        header = json.dumps(dataclasses.asdict(self.header), indent=1, sort_keys=True)
+        lines = [json.dumps(dataclasses.asdict(e), sort_keys=True) for e in self.sorted_entries()]
+        body = ",\n".join(" " + line for line in lines)
+        return (f'{{"schema": {SCHEMA_VERSION},\n"header": {header},\n"entries": [\n'
+                f'{body}{chr(10) if lines else ""}]}}\n')
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write atomically: a reader never sees half a file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.dumps())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def loads(cls, text: str, name: str = "<string>") -> "ConfigStore":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CorruptStoreError(f"config store {name} is not valid JSON: {exc}") from None
+        try:
+            return cls._from_data(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptStoreError(
+                f"config store {name} does not follow schema {SCHEMA_VERSION}: "
+                f"{type(exc).__name__}: {exc}") from None
+
+    @classmethod
+    def _from_data(cls, data: Any) -> "ConfigStore":
+        if not isinstance(data, dict):
+            raise TypeError("the top level is not an object")
+        if data.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"schema {data.get('schema')!r} is not {SCHEMA_VERSION}")
+        header = Header(**data["header"])
+        store = cls(header)
+        for i, raw in enumerate(data["entries"]):
+            entry = Entry(**raw)
+            if not isinstance(entry.config, dict) or not isinstance(entry.time_ms, (int, float)):
+                raise TypeError(f"entry {i} ({entry.problem}) has no config dict or no time_ms")
+            entry.parsed_problem  # a malformed key is corruption, caught here not at dispatch
+            if entry.problem in store.entries:
+                raise ValueError(f"entry {i}: problem {entry.problem} appears twice")
+            store.entries[entry.problem] = entry
+        return store
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> "ConfigStore":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise CorruptStoreError(f"config store {path} is not UTF-8 text") from None
+        return cls.loads(text, str(path))
