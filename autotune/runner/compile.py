@@ -17,30 +17,25 @@ from .base import Candidate, Cause, Compiled, Result
 Compiler = Callable[[SearchSpace, Config, Problem, "str | None"], Compiled]
 
 
-def _resources(artifact) -> dict:
-    res = artifact.resources
-    return dataclasses.asdict(res) if dataclasses.is_dataclass(res) else dict(vars(res))
-
-
 def compile_with_tirx(space: SearchSpace, config: Config, problem: Problem,
                       cache_dir: str | None = None) -> Compiled:
-    """Build the space's PrimFunc and compile it with tirx (disk-cached: a hit costs no compile)."""
-    import tirx  # needs TVM: imported only on machines that compile
+    """Build the space's PrimFunc and compile it with tirx: disk-cached (a hit costs no compile),
+    resource-checked before NVRTC and again on the ptxas report (tirx.ResourceLimitError)."""
+    import tirx  # needs TVM: imported only where candidates are compiled
 
     artifact = tirx.build(space.build(config, problem), arch=space.arch, cache_dir=cache_dir)
-    resources = _resources(artifact)
-    # TIRx does not check the shared-memory budget; a kernel over it would only fail at launch.
-    if resources.get("smem_bytes") is not None:
-        tirx.check_resources(space.arch, smem_bytes=resources["smem_bytes"])
+    res = artifact.resources
+    resources = {**dataclasses.asdict(res), "smem_bytes": res.smem_bytes,
+                 "spill_bytes": res.spill_bytes}
     return Compiled(artifact_path=str(artifact.path), resources=resources)
 
 
 def _cause_of(exc: BaseException) -> Cause:
     if isinstance(exc, IllegalConfig):
         return Cause.ILLEGAL
-    # tirx.CompileError(kind="resources") or tirx.ResourceLimitError; matched by duck typing so
-    # that this module never imports tirx (or TVM) in the driver.
-    if getattr(exc, "kind", None) == "resources" or type(exc).__name__ == "ResourceLimitError":
+    # tirx.ResourceLimitError is a CompileError of kind "resources"; matched by duck typing so
+    # that the driver never imports tirx (or TVM).
+    if getattr(exc, "kind", None) == "resources":
         return Cause.RESOURCES
     return Cause.COMPILE
 

@@ -99,7 +99,7 @@ class CompileOnlyRunner(_CompilePipeline):
 
     @property
     def in_flight(self) -> int:
-        return len(self._compiling)
+        return len(self._compiling) + len(self._done)
 
     def _compiled(self, candidate, outcome):
         if isinstance(outcome, Compiled):
@@ -147,7 +147,8 @@ class LocalRunner(_CompilePipeline):
 
     @property
     def in_flight(self) -> int:
-        return len(self._compiling) + len(self._ready) + sum(w.busy for w in self.workers)
+        return (len(self._compiling) + len(self._ready) + len(self._done)
+                + sum(w.busy for w in self.workers))
 
     def _compiled(self, candidate, outcome):
         if isinstance(outcome, Result):

@@ -75,7 +75,7 @@ class _ProblemDriver:
         self.space, self.problem, self.study, self.runner = space, problem, study, runner
         self.trials, self.retime_best = trials, retime_best
         self.distributions = dict(space.parameters(problem))
-        self.flops, self.bytes = space.flops(problem), space.bytes_moved(problem)
+        self.flops = space.flops(problem)
         heartbeat = getattr(study._storage, "record_heartbeat", None)
         self._heartbeat = heartbeat if getattr(study._storage, "heartbeat_interval", None) else None
         self.served: dict[tuple, _Served] = {}
@@ -169,13 +169,11 @@ class _ProblemDriver:
             attrs.update(outcome=COMPILED)
             return TrialState.PRUNED, None, attrs
         t = result.timing
-        attrs.update(outcome=OK, time_ms=t.median_ms, min_ms=t.min_ms, max_ms=t.max_ms,
-                     spread=t.spread, rounds=t.rounds, iters_per_round=t.iters_per_round,
-                     input_sets=t.input_sets)
+        attrs.update(outcome=OK, time_ms=t.median_ms, spread=t.spread,
+                     timing={"min_ms": t.min_ms, "max_ms": t.max_ms, "rounds": t.rounds,
+                             "iters_per_round": t.iters_per_round, "input_sets": t.input_sets})
         if self.flops:
             attrs["tflops"] = self.flops / t.median_ms / 1e9
-        if self.bytes:
-            attrs["gbytes_per_s"] = self.bytes / t.median_ms / 1e6
         return TrialState.COMPLETE, t.median_ms, attrs
 
     def _finish(self, result: Result) -> None:

@@ -46,10 +46,28 @@ def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(
+            storage = optuna.storages.RDBStorage(
                 url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
                 grace_period=grace_s,
                 heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2))
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StorageError(f"cannot open storage {_display(url)}: {reason}") from None
+    if url.startswith("sqlite"):
+        _fast_sqlite(storage.engine)
+    return storage
+
+
+def _fast_sqlite(engine) -> None:
+    """Write-ahead log, no fsync per commit: a trial writes ~15 small commits, which otherwise
+    cost ~10 ms each. Survives a killed driver (only a power cut may lose the last trials)."""
+    import sqlalchemy
+
+    def on_connect(dbapi_connection, _record):
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    sqlalchemy.event.listen(engine, "connect", on_connect)
+    engine.dispose()  # connections opened while creating the tables predate the pragmas

@@ -1,0 +1,45 @@
+"""python -m autotune.dispatch prebuild: compile, where TVM is, the kernels a GPU machine's
+dispatcher needs for the given shapes (and every stored shape), into an artifact directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..spaces import get_space
+from ..store import DEFAULT_ROOT, ConfigStore, store_path
+from .artifacts import DEFAULT_DIR, ArtifactIndex
+from .prebuild import prebuild
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autotune.dispatch", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prebuild", help="build kernels for shapes into an artifact directory")
+    p.add_argument("--space", default="gemm_sm90")
+    p.add_argument("--device", action="append", default=[],
+                   help="GPU model whose store picks the configs (repeatable), e.g. 'NVIDIA H200'")
+    p.add_argument("--store", action="append", default=[], help="store file (repeatable)")
+    p.add_argument("--shapes", nargs="*", default=[], help="shapes in the space's syntax")
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--no-stored", action="store_true", help="skip the stores' own shapes")
+    p.add_argument("--out", default=str(DEFAULT_DIR), help=f"artifact directory ({DEFAULT_DIR})")
+    args = parser.parse_args(argv)
+
+    space = get_space(args.space)
+    paths = [Path(s) for s in args.store] + [store_path(DEFAULT_ROOT, space.name, d) for d in args.device]
+    stores = []
+    for path in paths:
+        if path.exists():
+            stores.append(ConfigStore.read(path))
+        else:
+            print(f"no store {path}: that GPU gets defaults", file=sys.stderr)
+    problems = [space.parse_problem(s, args.dtype) for s in args.shapes]
+    failures = prebuild(space, stores, problems, ArtifactIndex(args.out),
+                        with_stored=not args.no_stored)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

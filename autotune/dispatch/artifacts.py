@@ -1,0 +1,66 @@
+"""Compiled kernels on disk, findable by (space, problem, config) on a machine without TVM.
+
+    <dir>/index.json      {"<space>|<problem key>|<config id>": {"artifact": key, "config": {...}}}
+    <dir>/<artifact key>/ a tirx.Artifact (cubin + launch description)
+
+Kernels are shape-specialized, so every (config, shape) the application runs needs an
+artifact. Where TVM is (the CPU machines) the dispatcher builds a missing one and adds it here;
+where it is not (the GPU machines) `prebuild` must have made it, and the directory travels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ..spaces.base import Config, Problem
+
+INDEX = "index.json"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / ".cache" / "dispatch"
+
+
+def config_id(config: Config) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def index_key(space_name: str, problem: Problem, config: Config) -> str:
+    return f"{space_name}|{problem.key}|{config_id(config)}"
+
+
+class ArtifactIndex:
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self._index: dict[str, dict] | None = None
+
+    def _read(self) -> dict[str, dict]:
+        path = self.directory / INDEX
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def lookup(self, space_name: str, problem: Problem, config: Config) -> Path | None:
+        """The artifact directory for this (space, problem, config), if one was built."""
+        if self._index is None:
+            self._index = self._read()
+        item = self._index.get(index_key(space_name, problem, config))
+        if item is None:
+            return None
+        path = self.directory / item["artifact"]
+        return path if (path / "artifact.json").exists() else None
+
+    def add(self, space_name: str, problem: Problem, config: Config, artifact) -> Path:
+        """Save a tirx.Artifact here and index it. The index is re-read and replaced atomically,
+        so concurrent builders lose no entry but the last writer's race window."""
+        path = self.directory / artifact.key
+        if not (path / "artifact.json").exists():
+            artifact.save(path)
+        index = self._read()
+        index[index_key(space_name, problem, config)] = {"artifact": artifact.key, "config": config}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".index-", dir=self.directory)
+        with os.fdopen(fd, "w") as f:
+            json.dump(index, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.directory / INDEX)
+        self._index = index
+        return path

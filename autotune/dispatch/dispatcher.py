@@ -1,0 +1,107 @@
+"""The run-time dispatcher: `op(*tensors)` runs the best kernel we have for the call's shape.
+
+Per call: one dict lookup keyed by the call's shapes and dtypes, then the cached launcher.
+On a new shape (once): the selection rules rank configs (rules.py), and the first that is legal
+and has a kernel (memory cache -> artifact index on disk -> build, where TVM is) becomes the
+route. If none has a kernel (e.g. a GPU machine with no prebuilt artifact for the shape), the
+vendor op serves the call with a warning: a legal call never raises."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+from typing import Callable, Hashable
+
+from ..spaces.base import Config, Problem, SearchSpace
+from .artifacts import ArtifactIndex, config_id
+from .rules import Choice, Selector
+
+VENDOR = "vendor"
+
+
+class NoKernelWarning(UserWarning):
+    """A shape is served by the vendor op because no tuned or default kernel exists for it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    problem: Problem
+    reason: str  # rules.EXACT/BUCKET/NEAREST/DEFAULT, or VENDOR
+    tuned: str | None  # the store entry whose config runs, if any
+    config: Config | None
+    launch: Callable
+
+
+class KernelProvider:
+    """Kernels for (problem, config): in memory, else from the artifact index, else built."""
+
+    def __init__(self, space: SearchSpace, index: ArtifactIndex | None,
+                 load_kernel: Callable[[Path], Callable], build: Callable | None = None):
+        self.space, self.index = space, index
+        self.load_kernel, self.build = load_kernel, build
+        self.kernels: dict[tuple[str, str], Callable] = {}
+
+    def get(self, problem: Problem, config: Config):
+        key = (problem.key, config_id(config))
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            path = self.index.lookup(self.space.name, problem, config) if self.index else None
+            if path is None and self.build is not None:
+                path = self.build(self.space, problem, config, self.index)
+            if path is None:
+                return None
+            kernel = self.kernels[key] = self.load_kernel(path)
+        return kernel
+
+
+def is_legal(space: SearchSpace, config: Config, problem: Problem) -> bool | None:
+    """None when legality cannot be checked here (the rules import TVM, absent on GPU
+    machines): then a kernel's presence in the index stands for it - only legal ones are built."""
+    try:
+        return not space.violations(config, problem)
+    except ImportError:
+        return None
+
+
+class Dispatcher:
+    def __init__(self, space: SearchSpace, selector: Selector, provider: KernelProvider, binding,
+                 store_path: str | None = None):
+        self.space, self.selector, self.provider, self.binding = space, selector, provider, binding
+        self.store_path = store_path  # None: no usable store, defaults only
+        self.routes: dict[Hashable, Route] = {}
+
+    def __call__(self, *args, out=None):
+        route = self.routes.get(self.binding.call_key(args))
+        if route is None:
+            route = self.route(*args)
+        return route.launch(args, out)
+
+    def route(self, *args) -> Route:
+        """Choose (and cache) the route for this call's shape."""
+        key = self.binding.call_key(args)
+        route = self.routes.get(key)
+        if route is None:
+            route = self.routes[key] = self._choose(args, self.binding.problem(args))
+        return route
+
+    def _choose(self, args, problem: Problem) -> Route:
+        for choice in self.selector.choices(problem):
+            kernel = self._kernel(choice, problem)
+            if kernel is not None:
+                launch = self.binding.launcher(args, problem, kernel)
+                return Route(problem, choice.reason, choice.tuned, choice.config, launch)
+        warnings.warn(f"{self.space.name}: no kernel for {problem.key} (neither tuned nor "
+                      "default; build or prebuild one): using the vendor op", NoKernelWarning,
+                      stacklevel=3)
+        return Route(problem, VENDOR, None, None, self.binding.vendor_launcher(args, problem))
+
+    def _kernel(self, choice: Choice, problem: Problem):
+        if is_legal(self.space, choice.config, problem) is False:
+            return None
+        try:
+            return self.provider.get(problem, choice.config)
+        except Exception as exc:  # a failed build or load must not fail the call: next choice
+            warnings.warn(f"{self.space.name}: {choice.reason} config for {problem.key} has no "
+                          f"kernel ({type(exc).__name__}: {exc})", NoKernelWarning, stacklevel=4)
+            return None

@@ -1,0 +1,99 @@
+"""`autotune.load(kernel)`: a dispatcher for the running GPU, from its config store and the
+compiled kernels at hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import warnings
+from pathlib import Path
+
+from ..errors import UserError
+from ..spaces import get_space
+from ..spaces.base import Config, Problem, SearchSpace
+from ..store import DEFAULT_ROOT, ConfigStore, Gpu, current_gpu, expected_header, store_path
+from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
+from .artifacts import DEFAULT_DIR, ArtifactIndex
+from .bindings import BINDINGS
+from .dispatcher import Dispatcher, KernelProvider
+from .rules import Selector, rule_for
+
+# Kernel name -> the space that implements it on an arch. Spelled out (not entry points) because
+# the GPU machines run the repository without installing it.
+SPACES = {
+    ("gemm", "sm_90a"): "autotune.spaces.gemm_sm90:GemmSm90Space",
+    ("gemm", "sm_100a"): "autotune.spaces.gemm_sm100:GemmSm100Space",
+}
+
+
+def resolve_space(name: str, arch: str) -> SearchSpace:
+    """`name` is a kernel ("gemm": the space for `arch`), a registered space or module:Class."""
+    target = SPACES.get((name, arch))
+    space = get_space(target or name)
+    if space.arch != arch:
+        raise UserError(f"space {space.name} is for {space.arch}, this GPU is {arch}")
+    return space
+
+
+def tvm_available() -> bool:
+    return importlib.util.find_spec("tvm") is not None
+
+
+def build_with_tirx(space: SearchSpace, problem: Problem, config: Config,
+                    index: ArtifactIndex | None) -> Path:
+    import tirx
+
+    artifact = tirx.build(space.build(config, problem), arch=space.arch)
+    return index.add(space.name, problem, config, artifact) if index else artifact.path
+
+
+def _tirx_kernel_loader(device: int):
+    def load_kernel(path: Path):
+        import tirx
+
+        return tirx.Kernel(tirx.Artifact.load(path), device=device)
+
+    return load_kernel
+
+
+def open_store(space: SearchSpace, gpu: Gpu, store) -> tuple[ConfigStore | None, str | None]:
+    """The usable store (or None: defaults only) and where it came from."""
+    expected = expected_header(space, gpu)
+    if isinstance(store, ConfigStore):
+        reasons = mismatches(store.header, expected)
+        if reasons:
+            warnings.warn(f"config store refused ({'; '.join(reasons)}): using the hand-tuned "
+                          "defaults", StoreMismatchWarning, stacklevel=3)
+            return None, None
+        return store, "<in memory>"
+    path = Path(store) if store is not None else store_path(DEFAULT_ROOT, space.name, gpu.device)
+    found = load_compatible(path, expected)
+    return found, (str(path) if found is not None else None)
+
+
+def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None = None,
+         artifacts: str | os.PathLike | None = None, gpu: Gpu | None = None,
+         build: bool | None = None, device: int = 0, load_kernel=None) -> Dispatcher:
+    """A callable running `kernel` with the best config for each call's shape.
+
+    store: a store file or ConfigStore (default studies/configs/<space>/<gpu>.json); one that
+        does not match the GPU or template is refused with a warning (defaults are used).
+    artifacts: directory of prebuilt kernels (default .cache/dispatch, or $AUTOTUNE_ARTIFACTS).
+    build: compile missing kernels with TVM (default: when TVM is installed).
+    gpu, load_kernel: for tests - the GPU to assume, and path -> kernel callable."""
+    gpu = gpu or current_gpu(device)
+    if gpu is None:
+        raise UserError("autotune.load: no CUDA GPU here")
+    space = resolve_space(kernel, gpu.arch)
+    binding = BINDINGS.get(space.kernel)
+    if binding is None:
+        raise UserError(f"autotune.load: no torch binding for kernel {space.kernel!r} yet "
+                        f"(have {', '.join(BINDINGS)})")
+    usable, origin = open_store(space, gpu, store)
+    selector = Selector(usable.entries if usable else {}, rule_for(space.kernel),
+                        space.default_config)
+    index = ArtifactIndex(artifacts or os.environ.get("AUTOTUNE_ARTIFACTS") or DEFAULT_DIR)
+    do_build = tvm_available() if build is None else build
+    provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),
+                              build_with_tirx if do_build else None)
+    return Dispatcher(space, selector, provider, binding(), store_path=origin)

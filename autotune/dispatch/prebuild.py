@@ -1,0 +1,54 @@
+"""Build, on a machine with TVM, every kernel a GPU machine's dispatcher will ask for: per
+shape the config the dispatcher would pick (from each GPU model's store) and the default (which
+`autotune compare` times too). The artifact directory then travels to the GPU machine."""
+
+from __future__ import annotations
+
+from ..spaces.base import Problem, SearchSpace
+from ..store import ConfigStore, Gpu, expected_header, mismatches
+from .artifacts import ArtifactIndex, config_id
+from .dispatcher import is_legal
+from .load import build_with_tirx
+from .rules import Selector, rule_for
+
+
+def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
+    """The store's entries if it was measured for this space and template (any GPU)."""
+    expected = expected_header(space, Gpu(space.arch, store.header.device))
+    reasons = mismatches(store.header, expected)
+    if reasons:
+        raise ValueError(f"store for {store.header.device} does not fit {space.name}: "
+                         + "; ".join(reasons))
+    return store.entries
+
+
+def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Problem],
+             index: ArtifactIndex, *, with_stored: bool = True, build=build_with_tirx,
+             log=print) -> int:
+    """Build what is missing; returns how many builds failed (each is logged)."""
+    selectors = [Selector(usable_entries(space, s), rule_for(space.kernel), space.default_config)
+                 for s in stores] or [Selector({}, rule_for(space.kernel), space.default_config)]
+    wanted: dict[tuple[str, str], tuple] = {}
+    for selector in selectors:
+        todo = list(problems)
+        if with_stored:
+            todo += [selector.problems[k] for k in sorted(selector.problems)]
+        for problem in todo:
+            choices = selector.choices(problem)
+            chosen = next((c for c in choices if is_legal(space, c.config, problem)), None)
+            for choice in filter(None, (chosen, choices[-1])):  # the pick, and the default
+                wanted[(problem.key, config_id(choice.config))] = (problem, choice)
+    failures = 0
+    for n, (problem, choice) in enumerate(wanted.values(), 1):
+        tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(choice.config)}"
+        if index.lookup(space.name, problem, choice.config) is not None:
+            log(f"{tag}: present")
+            continue
+        try:
+            build(space, problem, choice.config, index)
+            log(f"{tag}: built")
+        except Exception as exc:  # report and go on: the dispatcher falls back for this shape
+            failures += 1
+            log(f"{tag}: FAILED {type(exc).__name__}: {str(exc)[:300]}")
+    return failures
+

@@ -1,0 +1,114 @@
+"""Runners on the CPU: validation, compile classification, and isolation of hanging or crashing
+candidates (synthetic evaluator in real worker processes)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from autotune.runner import (Candidate, Cause, CompileOnlyRunner, LocalRunner, RecordedTable,
+                             SimulatedRunner, compile_candidate)
+from autotune.runner.timing import input_sets_needed
+from autotune.runner.validate import check_outputs, poison
+from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
+
+GOOD = {"block_m": 64, "block_n": 32, "stages": 3}
+SPACE = SyntheticSpace(faults={
+    "hang": [{"block_m": 32, "block_n": 128}], "crash": [{"block_m": 16, "block_n": 64}],
+    "cuda_error": [{"block_m": 32, "block_n": 16}], "wrong": [{"block_n": 16, "stages": 4}],
+    "unwritten": [{"block_m": 64, "block_n": 16}], "compile": [{"block_m": 128, "stages": 1}],
+    "resources": [{"block_m": 128, "stages": 2}],
+})
+PROBLEM = SPACE.parse_problem("128x48x32")
+
+
+def cand(**config):
+    return Candidate(SPACE, config, PROBLEM)
+
+
+def test_poisoned_unwritten_output_fails_validation():
+    ref = np.ones((4, 4), np.float32)
+    out = np.zeros((4, 4), np.float32)
+    poison([out])
+    out[:2] = 1.0  # the kernel wrote only half
+    errors, message = check_outputs([out], [ref], 1e-3)
+    assert math.isinf(errors[0]) and "NaN" in message
+    out[2:] = 1.0
+    assert check_outputs([out], [ref], 1e-3) == ([0.0], None)
+    out[0, 0] = 2.0
+    errors, message = check_outputs([out], [ref], 1e-3)
+    assert errors[0] == pytest.approx(0.25) and "exceeds" in message
+
+
+def test_input_rotation_exceeds_l2():
+    l2 = 50 << 20
+    assert input_sets_needed(1 << 20, l2) == 64  # capped
+    n = input_sets_needed(30 << 20, l2)
+    assert n * (30 << 20) >= 2 * l2 and (n - 1) * (30 << 20) < 2 * l2
+    assert input_sets_needed(400 << 20, l2) == 1
+
+
+def test_compile_errors_are_classified():
+    assert compile_candidate(stub_compile, cand(**GOOD)).resources["smem_bytes"] == 36864
+    failed = compile_candidate(stub_compile, cand(block_m=128, block_n=16, stages=1))
+    assert failed.cause is Cause.COMPILE and "wgmma_fake" in failed.message
+    failed = compile_candidate(stub_compile, cand(block_m=128, block_n=16, stages=2))
+    assert failed.cause is Cause.RESOURCES
+
+
+def test_local_runner_survives_hangs_and_crashes():
+    candidates = [cand(block_m=32, block_n=128, stages=2),  # hangs
+                  cand(**GOOD),
+                  cand(block_m=16, block_n=64, stages=2),  # segfaults
+                  cand(block_m=32, block_n=16, stages=2),  # CUDA error: context poisoned
+                  cand(block_m=64, block_n=16, stages=2),  # leaves half its output unwritten
+                  cand(block_m=16, block_n=16, stages=4),  # wrong values
+                  cand(block_m=128, block_n=16, stages=1),  # compile error
+                  cand(**GOOD)]
+    with LocalRunner([0], evaluator=SyntheticEvaluator(), compiler=stub_compile,
+                     compile_workers=1, timeout_s=2.0) as runner:
+        results = runner.run(candidates)
+        restarts = runner.workers[0].restarts
+    causes = [r.cause for r in results]
+    assert causes == [Cause.TIMEOUT, None, Cause.CRASH, Cause.CUDA_ERROR, Cause.VALIDATION,
+                      Cause.VALIDATION, Cause.COMPILE, None]
+    assert "SIGSEGV" in results[2].message and "unwritten" in results[4].message
+    assert results[1].time_ms == results[7].time_ms == SPACE.model_time_ms(GOOD)
+    assert results[1].resources["smem_bytes"] == 36864
+    assert restarts == 3  # hang, crash, CUDA error; nothing else restarts the worker
+
+
+def test_local_runner_uses_every_gpu():
+    with LocalRunner([0, 1], evaluator=SyntheticEvaluator(), compiler=stub_compile,
+                     compile_workers=0, timeout_s=5.0) as runner:
+        assert runner.slots == 2
+        runner.submit(Candidate(SPACE, GOOD, PROBLEM, tag="a"))
+        runner.submit(Candidate(SPACE, GOOD, PROBLEM, tag="b"))
+        assert sum(w.busy for w in runner.workers) == 0  # dispatched on collect
+        runner._dispatch()
+        assert all(w.busy for w in runner.workers)
+        tags = set()
+        while runner.in_flight:
+            tags |= {r.tag for r in runner.collect()}
+    assert tags == {"a", "b"}
+
+
+def test_compile_only_runner_reports_resources_and_no_time():
+    with CompileOnlyRunner(compiler=stub_compile, compile_workers=0) as runner:
+        assert runner.timed is False
+        ok, bad = runner.run([cand(**GOOD), cand(block_m=128, block_n=16, stages=2)])
+    assert ok.ok and ok.timing is None and ok.resources["smem_bytes"] == 36864
+    assert bad.cause is Cause.RESOURCES
+
+
+def test_simulated_runner_replays_table(tmp_path):
+    path = tmp_path / "table.csv"
+    SPACE.recorded_frame(PROBLEM).to_csv(path, index=False)
+    table = RecordedTable.from_csv(str(path))
+    runner = SimulatedRunner(table)
+    good, hang, missing = runner.run([cand(**GOOD), cand(block_m=32, block_n=128, stages=2),
+                                      cand(block_m=128, block_n=128, stages=4)])
+    assert good.time_ms == pytest.approx(SPACE.model_time_ms(GOOD))
+    assert hang.cause is Cause.TIMEOUT
+    assert missing.cause is Cause.NOT_RECORDED  # illegal configs are not in the table
+    assert runner.measured[0] == GOOD
