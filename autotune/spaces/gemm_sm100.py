@@ -176,6 +176,13 @@ class GemmSm100Space(SearchSpace):
         return {"smem_bytes": cfg.smem_bytes, "threads": cfg.threads,
                 "tmem_columns": cfg.tmem_columns, "cluster_size": cfg.cluster}
 
+    def validate_numsim(self, config: Config, dtype: str = "bfloat16", seed: int = 0):
+        """Simulate a legal config in NumSim at a small shape (no GPU needed): a
+        tirx.numsim.Verdict, skipped with the reason when NumSim cannot run here."""
+        from kernels.gemm._sm100_numsim import validate
+
+        return validate(kernel_config(config), dtype, seed)
+
     def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:
         import torch
 

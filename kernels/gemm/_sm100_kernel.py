@@ -147,12 +147,15 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                                               mbar=tma2mma_bar.ptr_to([tma_ps.stage]))
                             b_row = T.meta_var(n_idx * MMA_N + cbx * B_ROWS)
                             if MULTICAST:
+                                # Half the rows of a stage are contiguous only within one
+                                # 64-element K slab of the swizzled layout: one copy per slab.
                                 s_row = T.meta_var(cbx * B_ROWS)
-                                Tx.copy_async(Bsmem[tma_ps.stage, s_row:s_row + B_ROWS, :],
-                                              B[b_row:b_row + B_ROWS, k0:k0 + BLK_K],
-                                              dispatch="tma_auto", cta_group=1,
-                                              cta_mask=PEER_MASK,
-                                              mbar=tma2mma.ptr_to([tma_ps.stage]))
+                                for ks in T.unroll(BLK_K // 64):
+                                    Tx.copy_async(Bsmem[tma_ps.stage, s_row:s_row + B_ROWS, ks * 64:ks * 64 + 64],
+                                                  B[b_row:b_row + B_ROWS, k0 + ks * 64:k0 + ks * 64 + 64],
+                                                  dispatch="tma_auto", cta_group=1,
+                                                  cta_mask=PEER_MASK,
+                                                  mbar=tma2mma.ptr_to([tma_ps.stage]))
                             else:
                                 Tx.copy_async(Bsmem[tma_ps.stage, :, :],
                                               B[b_row:b_row + B_ROWS, k0:k0 + BLK_K],
