@@ -29,6 +29,9 @@ SPACES = {
 def resolve_space(name: str, arch: str) -> SearchSpace:
     """`name` is a kernel ("gemm": the space for `arch`), a registered space or module:Class."""
     target = SPACES.get((name, arch))
+    if target is None and any(kernel == name for kernel, _ in SPACES):
+        archs = ", ".join(a for kernel, a in SPACES if kernel == name)
+        raise UserError(f"no {name} space for {arch} (there is one for {archs})")
     space = get_space(target or name)
     if space.arch != arch:
         raise UserError(f"space {space.name} is for {space.arch}, this GPU is {arch}")

@@ -1,0 +1,378 @@
+"""Dispatch: the bucket and fallback rules (table-driven), route choice, kernel caching in
+memory and on disk, the vendor fallback, and `load` with its store checks. No torch, no GPU:
+tensors are look-alikes with .shape/.dtype, kernels are recorders."""
+
+import warnings
+
+import pytest
+
+import tirx
+from autotune.dispatch import (ATTENTION_RULE, GEMM_RULE, ArtifactIndex, Dispatcher,
+                               KernelProvider, NoKernelWarning, Selector, load, next_pow2)
+from autotune.dispatch.bindings import GemmBinding
+from autotune.dispatch.prebuild import prebuild
+from autotune.spaces.base import Problem, SearchSpace
+from autotune.store import ConfigStore, Entry, Gpu, StoreMismatchWarning, expected_header
+
+H200 = Gpu("sm_90a", "NVIDIA H200", "13.0", "13.0")
+
+
+# -- look-alikes -------------------------------------------------------------------------------
+class FakeTensor:
+    def __init__(self, *shape, dtype="torch.bfloat16", contiguous=True):
+        self.shape, self.dtype, self._contiguous = tuple(shape), dtype, contiguous
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def contiguous(self):
+        return FakeTensor(*self.shape, dtype=self.dtype)
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return FakeTensor(*shape, dtype=self.dtype, contiguous=self._contiguous)
+
+    view = reshape
+
+    def new_empty(self, shape):
+        return FakeTensor(*shape, dtype=self.dtype)
+
+
+class FakeGemmSpace(SearchSpace):
+    """Legal: blk <= N. Default config marks itself."""
+
+    name, kernel, arch = "fake_gemm", "gemm", "sm_90a"
+
+    def parameters(self, problem):
+        return {}
+
+    def violations(self, config, problem):
+        return [f"blk {config['blk']} > N"] if config["blk"] > problem["N"] else []
+
+    def default_config(self, problem):
+        return {"blk": 8, "default": True}
+
+    def parse_problem(self, text, dtype="bfloat16"):
+        M, N, K = map(int, text.split("x"))
+        return Problem.of(dtype, M=M, N=N, K=K)
+
+    build = make_inputs = output_indices = reference = None
+
+    def template_files(self):
+        return []
+
+
+def gemm(m, n=4096, k=4096, dtype="bfloat16"):
+    return Problem.of(dtype, M=m, N=n, K=k)
+
+
+def entries(*problems, blk=128):
+    return {p.key: Entry(p.key, {"blk": blk, "tuned_for": p.key}, 0.1) for p in problems}
+
+
+class Recorder:
+    """A kernel: records its launches."""
+
+    def __init__(self, path):
+        self.path, self.calls = path, []
+
+    def __call__(self, *buffers, check=True):
+        self.calls.append(buffers)
+
+
+def dummy_artifact(key):
+    launch = tirx.LaunchSpec(symbol="k", args=(), params=(), tensor_maps=(), grid=(1, 1, 1),
+                             block=(128, 1, 1), cluster=None, dynamic_smem=0)
+    resources = tirx.Resources(32, 0, 0, 0, 0, 0, 128)
+    return tirx.Artifact(key=key, arch="sm_90a", launch=launch, resources=resources,
+                         versions={}, cubin=b"\0", source="// k")
+
+
+def make_dispatcher(tmp_path, stored=(), buildable=True, space=None):
+    space = space or FakeGemmSpace()
+    index = ArtifactIndex(tmp_path / "artifacts")
+    built = []
+
+    def build(space, problem, config, index):
+        if not buildable:
+            return None
+        built.append((problem.key, config))
+        return index.add(space.name, problem, config, dummy_artifact(f"a{len(built)}"))
+
+    loaded = []
+
+    def load_kernel(path):
+        loaded.append(path)
+        return Recorder(path)
+
+    provider = KernelProvider(space, index, load_kernel, build)
+    op = Dispatcher(space, Selector(entries(*stored), GEMM_RULE, space.default_config),
+                    provider, GemmBinding())
+    return op, built, loaded
+
+
+# -- rules -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n, want", [(0, 1), (1, 1), (2, 2), (3, 4), (64, 64), (65, 128),
+                                     (8191, 8192)])
+def test_next_pow2(n, want):
+    assert next_pow2(n) == want
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (gemm(1), gemm(1), True),
+    (gemm(3), gemm(4), True),
+    (gemm(5), gemm(8), True),
+    (gemm(4), gemm(5), False),
+    (gemm(600), gemm(1024), True),
+    (gemm(1024), gemm(1025), False),
+    (gemm(16, n=4096), gemm(16, n=6144), False),  # N is fixed within a bucket
+    (gemm(16, k=4096), gemm(16, k=14336), False),  # K too
+    (gemm(16), gemm(16, dtype="float16"), False),  # and the dtype
+])
+def test_gemm_bucket(a, b, same):
+    assert (GEMM_RULE.bucket(a) == GEMM_RULE.bucket(b)) is same
+
+
+def attn(s, h=32, h_kv=8, d=128, causal=1, b=1):
+    return Problem.of("bfloat16", B=b, H=h, H_kv=h_kv, S=s, D=d, causal=causal)
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (attn(1000), attn(1024), True),
+    (attn(1024), attn(1025), False),
+    (attn(1000, b=1), attn(1000, b=8), True),  # batch is not part of the bucket
+    (attn(1000, h=32, h_kv=8), attn(1000, h=16, h_kv=4), True),  # same GQA ratio
+    (attn(1000, h=32, h_kv=8), attn(1000, h=32, h_kv=32), False),
+    (attn(1000, d=128), attn(1000, d=64), False),
+    (attn(1000, causal=1), attn(1000, causal=0), False),
+])
+def test_attention_bucket(a, b, same):
+    assert (ATTENTION_RULE.bucket(a) == ATTENTION_RULE.bucket(b)) is same
+
+
+TUNED = (gemm(16), gemm(64), gemm(128), gemm(4096), gemm(16, n=14336, k=4096),
+         gemm(512, n=6144), gemm(32, dtype="float16"))
+
+
+@pytest.mark.parametrize("query, reason, tuned", [
+    (gemm(16), "exact", gemm(16)),
+    (gemm(9), "bucket", gemm(16)),  # 9 -> bucket 16
+    (gemm(33), "bucket", gemm(64)),
+    (gemm(100), "bucket", gemm(128)),
+    (gemm(3000), "bucket", gemm(4096)),
+    (gemm(8), "nearest", gemm(16)),  # bucket 8 is empty; M=16 is nearest
+    (gemm(300), "nearest", gemm(128)),  # bucket 512 (same N, K) is empty
+    (gemm(500, n=6144), "bucket", gemm(512, n=6144)),
+    (gemm(500, n=6000), "nearest", gemm(512, n=6144)),  # N differs: no bucket, nearest
+    (gemm(16, dtype="float16"), "nearest", gemm(32, dtype="float16")),  # same dtype only
+    (gemm(16, dtype="float32"), "default", None),  # nothing tuned for the dtype
+])
+def test_selection_first_choice(query, reason, tuned):
+    space = FakeGemmSpace()
+    first = Selector(entries(*TUNED), GEMM_RULE, space.default_config).choices(query)[0]
+    assert (first.reason, first.tuned) == (reason, tuned.key if tuned else None)
+    if reason == "default":
+        assert first.config == space.default_config(query)
+
+
+def test_selection_order_is_exact_bucket_nearest_default():
+    choices = Selector(entries(gemm(16), gemm(9), gemm(12), gemm(64)), GEMM_RULE,
+                       FakeGemmSpace().default_config).choices(gemm(12))
+    assert [(c.reason, c.tuned) for c in choices] == [
+        ("exact", gemm(12).key), ("bucket", gemm(9).key), ("bucket", gemm(16).key),
+        ("nearest", gemm(64).key), ("default", None)]
+
+
+def test_no_store_means_default():
+    choices = Selector({}, GEMM_RULE, FakeGemmSpace().default_config).choices(gemm(7))
+    assert [c.reason for c in choices] == ["default"]
+
+
+# -- dispatcher --------------------------------------------------------------------------------
+@pytest.mark.parametrize("m, reason, tuned", [
+    (16, "exact", gemm(16)), (12, "bucket", gemm(16)), (8, "nearest", gemm(16)),
+    (2000, "nearest", gemm(100)),
+])
+def test_dispatch_picks_what_the_rules_say(tmp_path, m, reason, tuned):
+    op, built, _ = make_dispatcher(tmp_path, stored=(gemm(16), gemm(100)))
+    route = op.route(FakeTensor(m, 4096), FakeTensor(4096, 4096))
+    assert (route.reason, route.tuned) == (reason, tuned.key if tuned else None)
+    assert built == [(gemm(m).key, route.config)]
+
+
+def test_illegal_choices_are_skipped_down_to_the_default(tmp_path):
+    # Tuned configs use blk=128 > N=64: illegal for this N, so the default serves.
+    op, built, _ = make_dispatcher(tmp_path, stored=(gemm(16), gemm(32)))
+    route = op.route(FakeTensor(16, 4096), FakeTensor(64, 4096))
+    assert route.reason == "default" and route.config["default"]
+    assert built == [(gemm(16, n=64).key, route.config)]
+
+
+def test_dispatch_launches_with_output_and_caches_the_route(tmp_path):
+    op, built, loaded = make_dispatcher(tmp_path, stored=(gemm(16),))
+    a, b = FakeTensor(16, 4096), FakeTensor(4096, 4096)
+    d = op(a, b)
+    assert d.shape == (16, 4096)
+    op(a, b)
+    op(FakeTensor(16, 4096), FakeTensor(4096, 4096))  # equal shapes: same route
+    assert len(built) == 1 and len(loaded) == 1 and len(op.routes) == 1
+    kernel = op.provider.kernels[next(iter(op.provider.kernels))]
+    assert len(kernel.calls) == 3
+    assert [t.shape for t in kernel.calls[0]] == [(16, 4096), (4096, 4096), (16, 4096)]
+
+
+def test_leading_dims_are_flattened_and_restored(tmp_path):
+    op, _, _ = make_dispatcher(tmp_path, stored=(gemm(16),))
+    d = op(FakeTensor(2, 8, 4096), FakeTensor(1024, 4096))
+    assert d.shape == (2, 8, 1024)
+    assert op.route(FakeTensor(2, 8, 4096), FakeTensor(1024, 4096)).problem == gemm(16, n=1024)
+
+
+def test_non_contiguous_inputs_are_made_contiguous(tmp_path):
+    op, _, _ = make_dispatcher(tmp_path)
+    op(FakeTensor(4, 4096, contiguous=False), FakeTensor(4096, 4096, contiguous=False))
+    (kernel,) = op.provider.kernels.values()
+    assert all(t.is_contiguous() for t in kernel.calls[0])
+
+
+def test_out_is_written(tmp_path):
+    op, _, _ = make_dispatcher(tmp_path)
+    out = FakeTensor(4, 4096)
+    assert op(FakeTensor(4, 4096), FakeTensor(4096, 4096), out=out) is out
+
+
+def test_kernels_persist_on_disk_across_dispatchers(tmp_path):
+    op, built, _ = make_dispatcher(tmp_path, stored=(gemm(16),))
+    op(FakeTensor(16, 4096), FakeTensor(4096, 4096))
+    # A new process on a GPU machine: nothing can be built, the index has the kernel.
+    op2, built2, loaded2 = make_dispatcher(tmp_path, stored=(gemm(16),), buildable=False)
+    assert op2.route(FakeTensor(16, 4096), FakeTensor(4096, 4096)).reason == "exact"
+    assert built2 == [] and loaded2[0].parent == tmp_path / "artifacts"
+
+
+def test_without_a_store_every_shape_gets_the_default(tmp_path):
+    op, _, _ = make_dispatcher(tmp_path)
+    assert {op.route(FakeTensor(m, 4096), FakeTensor(4096, 4096)).reason
+            for m in (1, 7, 64, 5000)} == {"default"}
+
+
+def test_same_kernel_is_loaded_once_per_shape_and_config(tmp_path):
+    op, _, loaded = make_dispatcher(tmp_path, stored=(gemm(16),))
+    op(FakeTensor(16, 4096), FakeTensor(4096, 4096))
+    op(FakeTensor(2, 8, 4096), FakeTensor(4096, 4096))  # same problem, other call shape
+    assert len(op.routes) == 2 and len(loaded) == 1
+
+
+def test_without_any_kernel_the_vendor_op_serves(tmp_path):
+    op, _, _ = make_dispatcher(tmp_path, stored=(gemm(16),), buildable=False)
+
+    class Vendorable(FakeTensor):
+        T = property(lambda self: self)
+
+        def __matmul__(self, other):
+            return FakeTensor(self.shape[0], other.shape[0], dtype=self.dtype)
+
+    with pytest.warns(NoKernelWarning, match="vendor"):
+        d = op(Vendorable(16, 4096), Vendorable(4096, 4096))
+    assert d.shape == (16, 4096)
+    assert op.route(Vendorable(16, 4096), Vendorable(4096, 4096)).reason == "vendor"
+
+
+def test_a_failing_build_falls_through_to_the_next_choice(tmp_path):
+    space = FakeGemmSpace()
+    index = ArtifactIndex(tmp_path)
+
+    def build(space, problem, config, index):
+        if not config.get("default"):
+            raise RuntimeError("nvrtc: boom")
+        return index.add(space.name, problem, config, dummy_artifact("d"))
+
+    op = Dispatcher(space, Selector(entries(gemm(16)), GEMM_RULE, space.default_config),
+                    KernelProvider(space, index, Recorder, build), GemmBinding())
+    with pytest.warns(NoKernelWarning, match="boom"):
+        assert op.route(FakeTensor(16, 4096), FakeTensor(4096, 4096)).reason == "default"
+
+
+@pytest.mark.parametrize("a, b", [
+    (FakeTensor(16, 4096), FakeTensor(4096, 2048)),  # K mismatch
+    (FakeTensor(16, 4096), FakeTensor(4096, 4096, dtype="torch.float16")),
+    (FakeTensor(16, 4096), FakeTensor(2, 4096, 4096)),
+])
+def test_a_call_no_gemm_can_serve_is_an_error(tmp_path, a, b):
+    op, _, _ = make_dispatcher(tmp_path)
+    with pytest.raises(ValueError, match="gemm"):
+        op(a, b)
+
+
+# -- load --------------------------------------------------------------------------------------
+def real_space_store(space, device="NVIDIA H200", **header_changes):
+    header = expected_header(space, Gpu("sm_90a", device))
+    store = ConfigStore(header.__class__(**{**header.__dict__, **header_changes}))
+    store.add(Entry(gemm(16).key, dict(space.default_config(gemm(16)), stages=6), 0.01))
+    return store
+
+
+def test_load_uses_a_matching_store(tmp_path):
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    path = real_space_store(GemmSm90Space()).write(tmp_path / "s.json")
+    op = load("gemm", store=path, artifacts=tmp_path / "a", gpu=H200, build=False,
+              load_kernel=Recorder)
+    assert op.space.name == "gemm_sm90" and op.store_path == str(path)
+    assert list(op.selector.entries) == [gemm(16).key]
+
+
+@pytest.mark.parametrize("changes, why", [({"device": "NVIDIA H100"}, "device"),
+                                          ({"template": "old"}, "template")])
+def test_load_refuses_a_mismatching_store_and_uses_defaults(tmp_path, changes, why):
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    store = real_space_store(GemmSm90Space(), **changes)
+    with pytest.warns(StoreMismatchWarning, match=why):
+        op = load("gemm", store=store.write(tmp_path / "s.json"), artifacts=tmp_path / "a",
+                  gpu=H200, build=False, load_kernel=Recorder)
+    assert op.selector.entries == {} and op.store_path is None
+    with pytest.warns(NoKernelWarning):  # nothing prebuilt, nothing buildable: vendor
+        assert op.route(FakeTensor(16, 4096), FakeTensor(4096, 4096)).reason == "vendor"
+
+
+def test_load_finds_prebuilt_default_kernel_without_tvm(tmp_path):
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    space = GemmSm90Space()
+    index = ArtifactIndex(tmp_path / "a")
+    index.add(space.name, gemm(24), space.default_config(gemm(24)), dummy_artifact("x"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreMismatchWarning)
+        op = load("gemm", store=tmp_path / "none.json", artifacts=tmp_path / "a", gpu=H200,
+                  build=False, load_kernel=Recorder)
+    assert op.route(FakeTensor(24, 4096), FakeTensor(4096, 4096)).reason == "default"
+
+
+def test_load_without_binding_or_gpu_is_a_user_error():
+    from autotune.errors import UserError
+
+    with pytest.raises(UserError, match="sm_80a"):
+        load("gemm", gpu=Gpu("sm_80a", "A100"))
+
+
+def test_prebuild_builds_the_pick_and_the_default(tmp_path):
+    space = FakeGemmSpace()
+    store = ConfigStore(expected_header(space, H200))
+    for key, e in entries(gemm(16), gemm(64)).items():
+        store.add(e)
+    built = []
+
+    def build(space, problem, config, index):
+        built.append((problem["M"], config.get("tuned_for", "default")))
+        return index.add(space.name, problem, config, dummy_artifact(f"k{len(built)}"))
+
+    logs = []
+    failures = prebuild(space, [store], [gemm(12)], ArtifactIndex(tmp_path), build=build,
+                        log=logs.append)
+    assert failures == 0
+    assert sorted(built) == sorted([(12, gemm(16).key), (12, "default"), (16, gemm(16).key),
+                                    (16, "default"), (64, gemm(64).key), (64, "default")])
+    assert prebuild(space, [store], [gemm(12)], ArtifactIndex(tmp_path), build=build,
+                    log=logs.append) == 0
+    assert len(built) == 6 and logs[-1].endswith("present")
