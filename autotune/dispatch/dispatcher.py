@@ -85,12 +85,20 @@ class Dispatcher:
             route = self.routes[key] = self._choose(args, self.binding.problem(args))
         return route
 
-    def _choose(self, args, problem: Problem) -> Route:
+    def pick(self, problem: Problem) -> tuple[Choice, Callable] | None:
+        """The first ranked config that is legal and has a kernel, with the kernel."""
         for choice in self.selector.choices(problem):
             kernel = self._kernel(choice, problem)
             if kernel is not None:
-                launch = self.binding.launcher(args, problem, kernel)
-                return Route(problem, choice.reason, choice.tuned, choice.config, launch)
+                return choice, kernel
+        return None
+
+    def _choose(self, args, problem: Problem) -> Route:
+        picked = self.pick(problem)
+        if picked is not None:
+            choice, kernel = picked
+            launch = self.binding.launcher(args, problem, kernel)
+            return Route(problem, choice.reason, choice.tuned, choice.config, launch)
         warnings.warn(f"{self.space.name}: no kernel for {problem.key} (neither tuned nor "
                       "default; build or prebuild one): using the vendor op", NoKernelWarning,
                       stacklevel=3)
