@@ -29,7 +29,7 @@ def test_parameters_are_the_knobs_as_categoricals():
 
 
 @pytest.mark.parametrize("shape", ["1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
-                                   "8192x8192x8192", "4000x4008x4104", "1x8x8", "100x1024x1000"])
+                                   "8192x8192x8192", "4000x4008x4104", "2x8x8", "100x1024x1000"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_default_config_is_legal_and_cited(shape, dtype):
     problem = SPACE.parse_problem(shape, dtype)
@@ -122,7 +122,8 @@ def test_missing_and_unknown_knobs_are_named():
     ("4096x4096", "bfloat16", "MxNxK"),
     ("4096x4100x4096", "bfloat16", "N=4100"),
     ("4096x4096x12", "bfloat16", "K=12"),
-    ("0x4096x4096", "bfloat16", "M must be positive"),
+    ("0x4096x4096", "bfloat16", "M must be >= 2"),
+    ("1x4096x4096", "bfloat16", "single-row"),
     ("64x64x64", "float32", "float32"),
 ])
 def test_bad_problems_are_refused_with_the_reason(text, dtype, message):

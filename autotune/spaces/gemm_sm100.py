@@ -7,7 +7,8 @@ MMA), consumers (MMA consumers sharing the staged B tile), multicast (cta_group 
 cluster sharing B through TMA multicast), group_m (raster group of the persistent scheduler).
 
 Legality rules (kernels.gemm.sm100.config_violations; each broken rule is named):
-- shape: fp16/bf16; N and K multiples of 8 (TMA's 16-byte strides); any M;
+- shape: fp16/bf16; N and K multiples of 8 (TMA's 16-byte strides); any M >= 2 (M=1 is
+  refused: TIRx's tma_auto cannot map a single-row operand);
 - TMEM: consumers * blk_n * cta_group <= 512 fp32 columns;
 - shared memory: 1024 + stages*(consumers*128 + blk_n)*blk_k*2 + consumers*epi_stages*128*epi_n*2
   <= 232448 B (TIRx does not check this itself);
@@ -151,8 +152,9 @@ class GemmSm100Space(SearchSpace):
             if size < 8 or size % 8:
                 raise ValueError(f"GEMM {text}: {name}={size} must be a positive multiple of 8 "
                                  "(TMA needs 16-byte row strides)")
-        if M < 1:
-            raise ValueError(f"GEMM {text}: M must be positive")
+        if M < 2:
+            raise ValueError(f"GEMM {text}: M must be >= 2 (TIRx's tma_auto cannot map a "
+                             "single-row operand)")
         return Problem.of(dtype, M=M, N=N, K=K)
 
     def flops(self, problem: Problem) -> float:

@@ -17,7 +17,7 @@ Blackwell GEMM ("Modern GPU Programming for MLSys", chapters gemm_async and gemm
   loading half of it and multicasting that half into both CTAs' shared memory;
 - `consumers` MMA consumers (1 or 2) read different A rows and share the staged B tile.
 
-M may be any size (TMA zero-fills out-of-range loads and clips out-of-range stores); N and K
+M may be any size >= 2 (TMA zero-fills out-of-range loads and clips out-of-range stores); N and K
 must be multiples of 8 (TMA needs 16-byte global strides); K tails are zero-filled too.
 Legality of a config against the hardware is checked by `config_violations`, before anything
 is compiled; `build` assumes a legal config.
@@ -104,8 +104,9 @@ def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> li
     out = []
     if dtype not in DTYPES:
         out.append(f"dtype {dtype} is not supported (fp16/bf16 inputs only)")
-    if M < 1:
-        out.append(f"M={M} must be positive")
+    if M < 2:
+        # tma_auto squeezes a size-1 row dimension and is left with a 2-byte stride it can't map
+        out.append(f"M={M}: M must be >= 2 (TIRx's tma_auto cannot map a single-row operand)")
     for name, size in (("N", N), ("K", K)):
         if size < 8 or size % 8:
             out.append(f"{name}={size} must be a positive multiple of 8 (TMA needs 16-byte strides)")

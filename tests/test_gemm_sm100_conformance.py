@@ -1,0 +1,49 @@
+"""The sm100 GEMM plugin against the project's conformance kit, and a real compile-only study
+of its space through the `autotune tune` CLI (no Blackwell GPU here: nothing is timed)."""
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autotune import cli
+from autotune.runner.devices import gpus_for_arch
+from autotune.spaces.gemm_sm100 import GemmSm100Space
+from autotune.testing import SpaceConformance
+from kernels.gemm.sm100 import GemmConfig
+
+SPACE = GemmSm100Space()
+
+
+class TestGemmSm100Conformance(SpaceConformance):
+    space = SPACE
+    # the table's N classes (1024: one consumer, blk_k 128; 4096: two consumers), an odd shape
+    # that falls back to the book's kernel, and M/N/K tails
+    shapes = ("1024x1024x1024", "4096x4096x4096", "1024x1024x1000", "4000x4008x4104")
+
+
+@pytest.mark.skipif(bool(gpus_for_arch("sm_100a")), reason="a Blackwell GPU is present: "
+                    "the CLI would time trials instead of compiling only")
+def test_compile_only_study_end_to_end(tmp_path, capsys):
+    storage = f"sqlite:///{tmp_path}/studies.db"
+    rc = cli.main(["tune", "gemm_sm100", "--shapes", "1000x512x256", "--trials", "4",
+                   "--sampler", "random", "--seed", "0", "--storage", storage,
+                   "--cache-dir", str(tmp_path / "cache"), "--compile-workers", "1",
+                   "--no-progress"])
+    assert rc == 0
+    out, err = capsys.readouterr()
+    assert "no GPU of arch sm_100a is present" in err and "COMPILE-ONLY" in err
+    assert "no GPU timing was done" in out
+
+    (summary,) = optuna.get_all_study_summaries(storage)
+    study = optuna.load_study(study_name=summary.study_name, storage=storage)
+    trials = study.get_trials()
+    compiled = [t for t in trials if t.user_attrs.get("outcome") == "compiled"]
+    assert compiled, [t.user_attrs for t in trials]
+    for t in trials:
+        assert t.value is None  # nothing was timed
+        if t.user_attrs["outcome"] == "compiled":
+            assert t.state == TrialState.PRUNED
+            res, cfg = t.user_attrs["resources"], GemmConfig(**t.params)
+            assert res["spill_bytes"] == 0 and res["smem_bytes"] == cfg.smem_bytes
+        else:  # refused by a legality rule before compiling, never a compile error
+            assert t.user_attrs["outcome"] == "illegal", t.user_attrs
