@@ -5,8 +5,9 @@ Blackwell GEMM ("Modern GPU Programming for MLSys", chapters gemm_async and gemm
 
 - TMA loads into a `stages`-deep shared-memory ring (full/empty mbarriers per stage);
 - `tcgen05.mma` issued by one elected thread per MMA consumer, accumulating in TMEM;
-- epilogue: TMEM -> registers (`epi_n` columns at a time) -> shared (`epi_stages` buffers)
-  -> TMA store, overlapping the store of one chunk with the staging of the next;
+- epilogue: TMEM -> registers (`epi_n`-column chunks, `epi_ld` columns per tcgen05.ld) ->
+  shared (`epi_stages` buffers) -> TMA store, overlapping one chunk's store with the next's
+  staging; the accumulator is released to the MMA as soon as its last chunk is read;
 - persistent tile scheduler over clusters (group-major raster, `group_m` rows per group);
 - warp specialization: warpgroup `consumers` holds the TMA producer (warp 3) and the MMA
   issuers (warps 0..consumers-1); warpgroups 0..consumers-1 are the epilogues; setmaxnreg
