@@ -68,7 +68,8 @@ class RayRunner(Runner):
         self.timeout_s, self.start_timeout_s = timeout_s, start_timeout_s
         self._rng = random.Random(seed)
         self._compile = ray.remote(num_cpus=1, max_retries=1)(compile_candidate)
-        self._actor_class = ray.remote(num_gpus=1, max_restarts=0)(_GpuActor)
+        # The actor's work is on its GPU: it claims no CPU, leaving every CPU to compile tasks.
+        self._actor_class = ray.remote(num_gpus=1, num_cpus=0, max_restarts=0)(_GpuActor)
         self._actors = [self._new_actor() for _ in range(n)]
         self._idle = collections.deque(range(n))
         self._compiling: dict = {}  # ObjectRef -> Candidate
