@@ -126,7 +126,8 @@ def _summary_lines(space, summaries, timed: bool) -> list[str]:
     lines = []
     for s in summaries:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())) or "nothing new"
-        head = f"{s.problem.key}: {s.finished} trials ({s.measured} measured now: {outcomes})"
+        verb = "measured" if timed else "compiled"
+        head = f"{s.problem.key}: {s.finished} trials ({s.measured} {verb} now: {outcomes})"
         if timed and s.best is not None:
             tflops = s.best.user_attrs.get("tflops")
             rate = f", {tflops:.4g} TFLOP/s" if tflops else ""
