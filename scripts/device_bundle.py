@@ -6,6 +6,14 @@ that travels with each call.
     python scripts/device_bundle.py            # -> .bundle/device-site.tar.xz
     # on the GPU machine (name .bundle in carry):
     mkdir -p /tmp/site && tar -xJf .bundle/device-site.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PWD
+
+Studies compile candidates next to the GPUs, so a study there also needs TVM, whose compiler
+library alone (259 MB, LLVM inside) compresses past one call's 64 MiB. `--with-tvm` writes the
+trimmed package as two parts, .bundle/tvm-a and .bundle/tvm-b, for two calls to one warm machine:
+
+    # call 1, carry .bundle/tvm-a:   cp .bundle/tvm-a/part /tmp/tvm.part-a
+    # call 2, carry .bundle/tvm-b and .bundle/device-site.tar.xz's folder:
+    cat /tmp/tvm.part-a .bundle/tvm-b/part | tar -xJ -C /tmp/site
 """
 
 from __future__ import annotations
@@ -32,6 +40,9 @@ RAY_PRUNE = ["ray/jars", "ray/rllib", "ray/dashboard/client", "ray/tune/examples
              "ray/serve", "ray/data/examples"]
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
 LIMIT = 40 * 2**20  # leave the rest of the 64 MiB for the tree and artifacts
+# Parts of the TVM wheel that compiling TIRx for CUDA never reads (headers, C++ sources, web).
+TVM_PRUNE = ["tvm/3rdparty", "tvm/src", "tvm/include", "tvm/lib64", "tvm/web"]
+TVM_PART = 31 * 2**20
 
 
 def project_name(wheel: Path) -> str:
@@ -41,7 +52,10 @@ def project_name(wheel: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=".bundle/device-site.tar.xz")
+    ap.add_argument("--with-tvm", action="store_true", help="also write .bundle/tvm-a and tvm-b")
     args = ap.parse_args()
+    if args.with_tvm:
+        tvm_parts(Path(args.out).parent)
     out = Path(args.out)
     with tempfile.TemporaryDirectory() as tmp:
         wheels, site = Path(tmp, "wheels"), Path(tmp, "site")
@@ -66,6 +80,28 @@ def main() -> int:
         print(f"error: bundle exceeds {LIMIT / 2**20:.0f} MiB", file=sys.stderr)
         return 1
     return 0
+
+
+def tvm_parts(bundle: Path) -> None:
+    """This environment's tvm and tvm_ffi (py3-none wheels: they run on 3.12), trimmed, as
+    one tar.xz stream cut into two parts that each fit a call."""
+    import tvm
+    import tvm_ffi
+
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp, "tvm.tar.xz")
+        with tarfile.open(archive, "w:xz", preset=6) as tar:
+            for pkg in (Path(tvm.__file__).parent, Path(tvm_ffi.__file__).parent):
+                tar.add(pkg, arcname=pkg.name, filter=lambda ti: None if any(
+                    ti.name == p or ti.name.startswith(p + "/") for p in TVM_PRUNE)
+                    or "__pycache__" in ti.name else ti)
+        data = archive.read_bytes()
+    if len(data) > 2 * TVM_PART:
+        raise SystemExit(f"error: TVM archive is {len(data) / 2**20:.1f} MiB, over two parts")
+    for name, chunk in (("tvm-a", data[:TVM_PART]), ("tvm-b", data[TVM_PART:])):
+        (bundle / name).mkdir(parents=True, exist_ok=True)
+        (bundle / name / "part").write_bytes(chunk)
+    print(f"{bundle}/tvm-a, tvm-b: TVM {len(data) / 2**20:.1f} MiB in two parts")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ Needs on the GPU machine: torch, cuda-bindings (present), optuna (+ sqlalchemy, 
 ray for --ray, and TVM for candidates not already in the compile cache (--cache-dir)."""
 
 import argparse
+import collections
+import json
 import sys
+import time
 
 from autotune import cli
 
@@ -23,13 +26,16 @@ def main() -> int:
     parser.add_argument("--ray", action="store_true")
     parser.add_argument("--cache-dir")
     parser.add_argument("--storage", default="sqlite:///studies/gpu_study.db")
+    parser.add_argument("--out", help="append this run's throughput and best result (JSON lines)")
     args = parser.parse_args()
 
     argv = ["tune", args.space, "--shapes", args.shape, "--trials", str(args.trials),
             "--gpus", args.gpus, "--storage", args.storage, "--seed", "0"]
     argv += ["--ray"] if args.ray else []
     argv += ["--cache-dir", args.cache_dir] if args.cache_dir else []
+    start = time.perf_counter()
     status = cli.main(argv)
+    wall_s = time.perf_counter() - start
     if status:
         return status
 
@@ -56,6 +62,22 @@ def main() -> int:
           f"spread {best.user_attrs.get('spread', 0):.1%}; vendor {baseline.median_ms:.4g} ms "
           f"({flops / baseline.median_ms / 1e9:.0f} TFLOP/s) -> {baseline.median_ms / best.value:.2f}x "
           f"on {torch.cuda.get_device_name(0)}")
+    # Throughput counts trials that reached a GPU (timed, or failed there); illegal configs and
+    # duplicates are answered without one.
+    outcomes = collections.Counter(t.user_attrs.get("outcome", "") for t in study.trials)
+    on_gpu = sum(n for o, n in outcomes.items() if o not in ("illegal", "compile", "resources", ""))
+    record = {
+        "device": torch.cuda.get_device_name(0), "gpus": args.gpus, "ray": args.ray,
+        "shape": args.shape, "trials": args.trials, "wall_s": round(wall_s, 1),
+        "gpu_trials": on_gpu, "gpu_trials_per_min": round(on_gpu / wall_s * 60, 2),
+        "outcomes": dict(outcomes), "best_ms": best.value, "best_config": best.params,
+        "vendor_ms": baseline.median_ms, "best_over_vendor": round(baseline.median_ms / best.value, 3),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
+    }
+    print(json.dumps(record))
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(json.dumps(record) + "\n")
     return 0
 
 
