@@ -238,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     results = sub.add_parser("results", help="best config per shape of stored studies")
     results.add_argument("--space", help="only this space (and its default storage)")
     results.add_argument("--storage", help="Optuna storage URL")
+
+    from .compare import add_compare_command  # pandas/matplotlib load only when it runs
+
+    add_compare_command(sub)
     return parser
 
 
@@ -246,10 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "trials", 1) < 1:
         parser.error("--trials must be at least 1")
-    command = {"tune": cmd_tune, "spaces": cmd_spaces, "results": cmd_results}[args.command]
+    command = {"tune": cmd_tune, "spaces": cmd_spaces, "results": cmd_results}.get(
+        args.command, getattr(args, "func", None))
     try:
         return command(args)
-    except UserError as exc:
+    except (UserError, FileNotFoundError) as exc:  # both name what the user got wrong
         print(f"autotune: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
