@@ -42,7 +42,7 @@ PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x8
 LIMIT = 40 * 2**20  # leave the rest of the 64 MiB for the tree and artifacts
 # Parts of the TVM wheel that compiling TIRx for CUDA never reads (headers, C++ sources, web).
 TVM_PRUNE = ["tvm/3rdparty", "tvm/src", "tvm/include", "tvm/lib64", "tvm/web"]
-TVM_PART = 31 * 2**20
+TVM_PART = 32 * 2**20  # two parts; the second travels with the 25 MiB optuna+ray bundle
 
 
 def project_name(wheel: Path) -> str:
