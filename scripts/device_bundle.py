@@ -28,7 +28,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-REQUIREMENTS = ["optuna==5.0.0", "ray==2.60.0"]
+# apache-tvm-ffi: TVM's own package is py3-none, but tvm_ffi's core is a CPython extension, so
+# the GPU machines need the build for their Python (extracted over TVM's staged copy).
+REQUIREMENTS = ["optuna==5.0.0", "ray==2.60.0", "apache-tvm-ffi==0.1.14.post0"]
 # Already in the GPU machines' image (device/KINDS.md): carrying them again only costs space.
 IMAGE_PROVIDES = {
     "numpy", "packaging", "tqdm", "pyyaml", "typing-extensions", "markupsafe", "click",
@@ -49,6 +51,16 @@ def project_name(wheel: Path) -> str:
     return re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
 
 
+def extract_wheel(wheel: Path, site: Path) -> None:
+    """Unzip keeping permission bits: ray starts executables (gcs_server, raylet) it ships."""
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            path = Path(zf.extract(info, site))
+            mode = info.external_attr >> 16
+            if mode and not info.is_dir():
+                path.chmod(mode & 0o777)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=".bundle/device-site.tar.xz")
@@ -66,7 +78,7 @@ def main() -> int:
         subprocess.run(cmd + REQUIREMENTS, check=True)
         kept = sorted(w for w in wheels.glob("*.whl") if project_name(w) not in IMAGE_PROVIDES)
         for w in kept:
-            zipfile.ZipFile(w).extractall(site)
+            extract_wheel(w, site)
         for rel in RAY_PRUNE:
             shutil.rmtree(site / rel, ignore_errors=True)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -83,15 +95,15 @@ def main() -> int:
 
 
 def tvm_parts(bundle: Path) -> None:
-    """This environment's tvm and tvm_ffi (py3-none wheels: they run on 3.12), trimmed, as
-    one tar.xz stream cut into two parts that each fit a call."""
+    """This environment's tvm package (a py3-none wheel: it runs on 3.12), trimmed, as one
+    tar.xz stream cut into two parts that each fit a call. tvm_ffi comes in the device-site
+    bundle, built for the GPU machines' Python."""
     import tvm
-    import tvm_ffi
 
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp, "tvm.tar.xz")
         with tarfile.open(archive, "w:xz", preset=6) as tar:
-            for pkg in (Path(tvm.__file__).parent, Path(tvm_ffi.__file__).parent):
+            for pkg in (Path(tvm.__file__).parent,):
                 tar.add(pkg, arcname=pkg.name, filter=lambda ti: None if any(
                     ti.name == p or ti.name.startswith(p + "/") for p in TVM_PRUNE)
                     or "__pycache__" in ti.name else ti)

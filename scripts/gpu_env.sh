@@ -7,6 +7,8 @@ if [ ! -d /tmp/site/tvm ]; then
   cat /tmp/stage/tvm.part-a .bundle/tvm-b/part | tar -xJ -C /tmp/site
   tar -xJf .bundle/device-site.tar.xz -C /tmp/site
 fi
+# Install this project (offline) so that its `autotune.spaces` entry points are registered.
+python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .
 export PYTHONPATH=/tmp/site:$PWD:$PWD/tests CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1
 export AUTOTUNE_CACHE=/tmp/autotune-cache
 set +e

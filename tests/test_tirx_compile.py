@@ -120,3 +120,12 @@ def test_ptxas_report_parsing():
     assert (r.registers, r.stack_frame_bytes, r.spill_bytes, r.smem_bytes) == (168, 16, 20, 3072)
     with pytest.raises(tirx.CompileError, match="no entry for other"):
         tirx_compile.parse_ptxas_log(log, "other", 0, 128)
+
+
+def test_missing_jitlink_report_falls_back_to_ptxas(cache, monkeypatch):
+    real = tirx_compile._assemble
+    monkeypatch.setattr(tirx_compile, "_assemble", lambda ptx, arch: (real(ptx, arch)[0], ""))
+    art = tirx.build(K.tma_scale(128, 128), "sm_90a", cache_dir=cache)
+    assert art.cubin[:4] == b"\x7fELF"
+    assert f"Function properties for {art.launch.symbol}" in art.ptxas_log
+    assert art.resources.registers > 0 and art.resources.spill_bytes == 0

@@ -76,6 +76,10 @@ def build(prim_func, arch: str = "sm_90a", *, cache_dir: str | os.PathLike | Non
     source = _cuda_source(device_mod, device_target)
     ptx = _nvrtc_ptx(source, arch)
     cubin, log = _assemble(ptx, arch)
+    if f"Function properties for {launch.symbol}" not in log:
+        # Seen on the GPU machines' nvJitLink: a kernel linked before comes back without the
+        # ptxas report. Assemble with the toolkit's ptxas instead, binary and report together.
+        cubin, log = _assemble_with_ptxas(ptx, arch)
     resources = parse_ptxas_log(log, launch.symbol, launch.dynamic_smem, launch.threads)
     post = resource_violations(arch, smem_bytes=resources.smem_bytes, threads=resources.threads,
                                registers_per_thread=resources.registers)
@@ -157,6 +161,21 @@ def _assemble(ptx: bytes, arch: str) -> tuple[bytes, str]:
         return bytes(cubin), log
     finally:
         nvjitlink.destroy(handle)
+
+
+def _assemble_with_ptxas(ptx: bytes, arch: str) -> tuple[bytes, str]:
+    import subprocess
+    import tempfile
+
+    ptxas = Path(os.environ["CUDA_PATH"], "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp, "kernel.ptx"), Path(tmp, "kernel.cubin")
+        src.write_bytes(ptx.rstrip(b"\x00"))  # NVRTC counts the C string terminator
+        proc = subprocess.run([str(ptxas), f"-arch={arch}", "-v", "--register-usage-level=10",
+                               "-o", str(out), str(src)], capture_output=True, text=True)
+        if proc.returncode:
+            raise CompileError("ptxas", _first_error(proc.stderr), proc.stderr)
+        return out.read_bytes(), proc.stdout + proc.stderr
 
 
 def _jitlink_log(handle, size_fn, get_fn) -> str:
