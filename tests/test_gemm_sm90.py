@@ -60,6 +60,7 @@ def _config(**kw):
     (dict(stages=5, blk_n=256, epilogue="tma"), "shared memory"),
     (dict(wg_m=128, consumers=2, blk_n=256, stages=2, epilogue="reg"), "accumulator registers"),
     (dict(wg_m=128, consumers=1, blk_n=256, stages=2, epilogue="reg"), "accumulator registers"),
+    (dict(wg_m=128, consumers=2, blk_n=96, stages=3, epilogue="reg"), "register epilogue"),
     (dict(stages=9), "stages=9 is not one of"),
     (dict(blk_n=264), "blk_n=264 is not one of"),
     (dict(cluster="2x2"), "cluster='2x2' is not one of"),
@@ -126,7 +127,7 @@ def _compile_and_check(problem, config, tmp_path):
 
     art = tirx.build(SPACE.build(config, problem), SPACE.arch, cache_dir=tmp_path)
     res = art.resources
-    assert res.spill_bytes == 0 and res.stack_frame_bytes == 0, (config, res)
+    assert res.spill_bytes == 0 and res.stack_frame_bytes == 0, (problem.key, sorted(config.items()), res)
     assert res.smem_bytes <= 232448
     for needle in ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier"):
         assert needle in art.source, needle

@@ -6,7 +6,8 @@ Legality rules (checked before anything compiles; `violations` names each broken
   epilogue) <= 232448 B;
 - registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2) must fit the entry
   register cap 65536/threads next to ~40 registers of addressing: <= 128 with two consumers
-  (384 threads, 168 registers), <= 192 with one (256 threads, 255 registers);
+  (384 threads, 168 registers), <= 192 with one (256 threads, 255 registers); <= 64 for two
+  consumers of wg_m=128 with the register epilogue (measured: more spills);
 - wgmma: N = BLK_N in [8, 256], a multiple of 8 (16 when a 2x1 cluster multicasts halves);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
 - swap-AB writes D^T through registers: it needs the register epilogue.
@@ -27,6 +28,9 @@ from .base import Config, Problem, SearchSpace
 
 SMEM_LIMIT = 232448
 MAX_ACC_REGS = {1: 192, 2: 128}
+# Measured (ptxas, sm_90a): wg_m=128 x2 consumers with the register epilogue spills from 96
+# accumulators on (the TMA-store epilogue and wg_m=64 do not, up to 128).
+MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
 # The knobs and their values; `swap_ab` is offered for skinny problems only.
@@ -105,6 +109,11 @@ class GemmSm90Space(SearchSpace):
         if acc > cap:
             out.append(f"{acc} accumulator registers per thread > {cap} with "
                        f"{cfg.consumers} consumer warpgroup(s): would spill")
+        elif (cfg.consumers == 2 and cfg.wg_m == 128 and cfg.epilogue == "reg"
+              and acc > MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE):
+            out.append(f"{acc} accumulators in two m64 atoms per thread with the register "
+                       f"epilogue > {MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE} under the 168-register "
+                       "cap of 384 threads: would spill (its per-atom store addressing)")
         if not (8 <= cfg.blk_n <= 256 and cfg.blk_n % 8 == 0):
             out.append(f"wgmma N={cfg.blk_n} outside [8, 256] or not a multiple of 8")
         if cfg.cluster_m == 2 and cfg.blk_n % 16:
