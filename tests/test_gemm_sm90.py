@@ -156,3 +156,13 @@ def test_illegal_config_is_refused_before_compiling(monkeypatch):
     monkeypatch.setattr(template, "build_gemm", lambda *a, **k: pytest.fail("compiled"))
     with pytest.raises(IllegalConfig):
         SPACE.check(_config(stages=5, epilogue="tma"), BIG)
+
+
+@pytest.mark.parametrize("N, K", [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336),
+                                  (1024, 1000), (520, 136), (8, 8)])
+def test_default_is_legal_for_every_m(N, K):
+    # The fallback must always be runnable: every M from decode sizes to large prefill.
+    space = GemmSm90Space()
+    for M in [*range(1, 140), 255, 256, 512, 1000, 1024, 1025, 2048, 8192]:
+        problem = space.parse_problem(f"{M}x{N}x{K}")
+        assert space.violations(space.default_config(problem), problem) == [], (M, N, K)

@@ -5,6 +5,7 @@ timed with the tuner's own method (CUDA events, inputs rotated past L2, median o
 from __future__ import annotations
 
 from ..dispatch import Dispatcher
+from ..dispatch.dispatcher import is_legal
 from ..runner.timing import input_sets_needed, time_launches
 from ..runner.validate import check_outputs, poison
 from ..spaces.base import Problem
@@ -36,7 +37,7 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     times = {}
     picked = op.pick(problem)
     default = space.default_config(problem)
-    default_kernel = op.provider.get(problem, default)
+    default_kernel = op.provider.get(problem, default) if is_legal(space, default, problem) is not False else None
     for variant, kernel in (("tuned", picked[1] if picked else None), ("default", default_kernel)):
         if kernel is None:
             times[variant] = None

@@ -27,7 +27,9 @@ def register_torch_op(dispatcher: Dispatcher):
 def _define_gemm():
     import torch
 
-    @torch.library.custom_op("autotune::gemm", mutates_args=())
+    # The schema is spelled out: this module's postponed annotations are strings, which
+    # torch's schema inference does not read.
+    @torch.library.custom_op("autotune::gemm", mutates_args=(), schema="(Tensor a, Tensor b) -> Tensor")
     def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return _DISPATCHERS["gemm"](a, b)
 

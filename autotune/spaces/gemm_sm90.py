@@ -63,10 +63,6 @@ def kernel_config(config: Config):
     return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
 
 
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
 class GemmSm90Space(SearchSpace):
     name = "gemm_sm90"
     kernel = "gemm"
@@ -142,8 +138,9 @@ class GemmSm90Space(SearchSpace):
         """Hand-tuned per shape class; the reasoning:
 
         - decode, M <= 64: bandwidth-bound on B (the weights). Swap A and B so N fills the
-          64-row wgmma side and M becomes the narrow wgmma N (BLK_N = M rounded up to 16):
-          N/64 CTAs stream B with a deep (8-stage, BLK_K=128) ring, one consumer each.
+          64-row wgmma side and M becomes the narrow wgmma N (the smallest offered BLK_N >= M):
+          N/64 CTAs stream B with the deepest BLK_K=128 ring that fits (8 stages up to M=48,
+          7 at M=64), one consumer each.
         - 64 < M <= 128: still skinny; swapped, BLK_N=128 covers M in one tile, 6 stages.
         - medium, M <= 1024: 128x128 tiles (two 64-row consumers) give enough tiles to fill
           132 SMs; 5 stages; persistent with grouped raster; TMA-store epilogue.
@@ -153,9 +150,12 @@ class GemmSm90Space(SearchSpace):
         """
         M = problem["M"]
         if M <= 64:
-            blk_n = max(16, _round_up(M, 16))
-            return self._complete(wg_m=64, consumers=1, blk_n=blk_n, blk_k=128, stages=8,
+            blk_n = min(n for n in self.knob_values(problem)["blk_n"] if n >= M)
+            deep = self._complete(wg_m=64, consumers=1, blk_n=blk_n, blk_k=128, stages=8,
                                   persistent=False, epilogue="reg", swap_ab=True)
+            while smem_bytes(kernel_config(deep)) > SMEM_LIMIT:
+                deep["stages"] -= 1
+            return deep
         if M <= SKINNY_M:
             return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64, stages=6,
                                   persistent=False, epilogue="reg", swap_ab=True)
