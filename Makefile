@@ -15,12 +15,12 @@ $(STAMP): pyproject.toml
 env: $(STAMP)
 
 tune: $(STAMP)
-	$(VENV)/bin/autotune tune gemm_sm90 --trials $(or $(TRIALS),24)
+	$(VENV)/bin/autotune tune gemm_sm90 --trials $(or $(TRIALS),8)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
 
 # What the GPU machines lack (optuna, ray) for CPython 3.12, outside git: see README.
 gpu-bundle: $(STAMP)
-	$(VENV)/bin/python scripts/device_bundle.py
+	$(VENV)/bin/python scripts/device_bundle.py --with-tvm
 	$(VENV)/bin/python tests/tirx_kernels.py .prebuilt
