@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .base import Config, Problem, SearchSpace
+from .gemm_common import GemmProblem
 
 KNOBS: dict[str, tuple] = {
     "blk_n": (32, 64, 128, 192, 256),
@@ -84,7 +85,7 @@ def kernel_config(config: Config):
     return GemmConfig(**config)
 
 
-class GemmSm100Space(SearchSpace):
+class GemmSm100Space(GemmProblem, SearchSpace):
     name = "gemm_sm100"
     kernel = "gemm"
     arch = "sm_100a"
@@ -157,13 +158,6 @@ class GemmSm100Space(SearchSpace):
                              "single-row operand)")
         return Problem.of(dtype, M=M, N=N, K=K)
 
-    def flops(self, problem: Problem) -> float:
-        return 2.0 * problem["M"] * problem["N"] * problem["K"]
-
-    def bytes_moved(self, problem: Problem) -> float:
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        return 2.0 * (M * K + N * K + M * N)
-
     # -- building and checking ------------------------------------------------------------
     def build(self, config: Config, problem: Problem):
         from kernels.gemm.sm100 import build
@@ -184,30 +178,6 @@ class GemmSm100Space(SearchSpace):
         from kernels.gemm._sm100_numsim import validate
 
         return validate(kernel_config(config), dtype, seed)
-
-    def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:
-        import torch
-
-        dtype = getattr(torch, problem.dtype)
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        a = torch.randn(M, K, generator=gen).to(dtype=dtype, device=device)
-        b = torch.randn(N, K, generator=gen).to(dtype=dtype, device=device)
-        d = torch.empty(M, N, dtype=dtype, device=device)
-        return [a, b, d]
-
-    def output_indices(self, problem: Problem) -> list[int]:
-        return [2]
-
-    def reference(self, problem: Problem, inputs: list) -> list:
-        a, b = inputs[0], inputs[1]
-        return [(a.float() @ b.float().T).to(a.dtype)]
-
-    def vendor(self, problem: Problem, inputs: list):
-        import torch
-
-        a, b, d = inputs
-        return lambda: torch.matmul(a, b.T, out=d)
 
     # -- identity -------------------------------------------------------------------------
     def template_files(self) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from kernels.gemm._sm90_config import GemmConfig, accumulator_regs, check_shape, smem_bytes
 
 from .base import Config, Problem, SearchSpace
+from .gemm_common import GemmProblem
 
 SMEM_LIMIT = 232448
 MAX_ACC_REGS = {1: 192, 2: 128}
@@ -63,7 +64,7 @@ def kernel_config(config: Config):
     return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
 
 
-class GemmSm90Space(SearchSpace):
+class GemmSm90Space(GemmProblem, SearchSpace):
     name = "gemm_sm90"
     kernel = "gemm"
     arch = "sm_90a"
@@ -179,43 +180,12 @@ class GemmSm90Space(SearchSpace):
         check_shape(M, N, K, dtype)
         return Problem.of(dtype, M=M, N=N, K=K)
 
-    def flops(self, problem: Problem) -> float:
-        return 2.0 * problem["M"] * problem["N"] * problem["K"]
-
-    def bytes_moved(self, problem: Problem) -> float:
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        return 2.0 * (M * K + N * K + M * N)
-
     # -- building and checking ------------------------------------------------------------
     def build(self, config: Config, problem: Problem):
         from kernels.gemm.sm90 import build_gemm
 
         return build_gemm(problem["M"], problem["N"], problem["K"], problem.dtype,
                           kernel_config(config))
-
-    def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:
-        import torch
-
-        dtype = getattr(torch, problem.dtype)
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        M, N, K = problem["M"], problem["N"], problem["K"]
-        a = torch.randn(M, K, generator=gen).to(dtype=dtype, device=device)
-        b = torch.randn(N, K, generator=gen).to(dtype=dtype, device=device)
-        d = torch.empty(M, N, dtype=dtype, device=device)
-        return [a, b, d]
-
-    def output_indices(self, problem: Problem) -> list[int]:
-        return [2]
-
-    def reference(self, problem: Problem, inputs: list) -> list:
-        a, b, _ = inputs
-        return [a.float() @ b.float().T]
-
-    def vendor(self, problem: Problem, inputs: list):
-        import torch
-
-        a, b, _ = inputs
-        return lambda: torch.matmul(a, b.T)
 
     def template_files(self) -> list[str]:
         root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
