@@ -11,9 +11,8 @@ Studies compile candidates next to the GPUs, so a study there also needs TVM, wh
 library alone (259 MB, LLVM inside) compresses past one call's 64 MiB. `--with-tvm` writes the
 trimmed package as two parts, .bundle/tvm-a and .bundle/tvm-b, for two calls to one warm machine:
 
-    # call 1, carry .bundle/tvm-a:   cp .bundle/tvm-a/part /tmp/tvm.part-a
-    # call 2, carry .bundle/tvm-b and .bundle/device-site.tar.xz's folder:
-    cat /tmp/tvm.part-a .bundle/tvm-b/part | tar -xJ -C /tmp/site
+    # call 1, carry .bundle/tvm-a:  mkdir -p /tmp/stage && cp .bundle/tvm-a/part /tmp/stage/tvm.part-a
+    # call 2, carry .bundle/tvm-b and .bundle/device-site.tar.xz:  source scripts/gpu_env.sh
 """
 
 from __future__ import annotations
