@@ -5,13 +5,13 @@ that travels with each call.
 
     python scripts/device_bundle.py            # -> .bundle/device-site.tar.xz
     # on the GPU machine (name .bundle in carry):
-    mkdir -p /tmp/site && tar -xJf .bundle/device-site.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PWD
+    S=${TMPDIR:-/tmp}/site; mkdir -p $S && tar -xJf .bundle/device-site.tar.xz -C $S && export PYTHONPATH=$S:$PWD
 
 Studies compile candidates next to the GPUs, so a study there also needs TVM, whose compiler
 library alone (259 MB, LLVM inside) compresses past one call's 64 MiB. `--with-tvm` writes the
 trimmed package as two parts, .bundle/tvm-a and .bundle/tvm-b, for two calls to one warm machine:
 
-    # call 1, carry .bundle/tvm-a:  mkdir -p /tmp/stage && cp .bundle/tvm-a/part /tmp/stage/tvm.part-a
+    # call 1, carry .bundle/tvm-a:  mkdir -p ${TMPDIR:-/tmp}/stage && cp .bundle/tvm-a/part ${TMPDIR:-/tmp}/stage/tvm.part-a
     # call 2, carry .bundle/tvm-b and .bundle/device-site.tar.xz:  source scripts/gpu_env.sh
 """
 

@@ -9,7 +9,7 @@ timeout 240 python3 -m pytest -p no:cacheprovider -v tests/test_runner_gpu_fault
 TRIALS=${TRIALS:-32}
 for run in "0" "0,1" "0,1 --ray"; do
   tag=$(echo "$run" | tr -c 'a-z0-9' '_')
-  AUTOTUNE_CACHE=/tmp/cache_$tag timeout 200 python3 scripts/gpu_study.py gemm_sm90 --shape 4096x4096x4096 \
+  AUTOTUNE_CACHE=$SCRATCH/cache_$tag timeout 200 python3 scripts/gpu_study.py gemm_sm90 --shape 4096x4096x4096 \
     --trials $TRIALS --gpus $run --storage sqlite:///$OUT/study_$tag.db --out $OUT/study_runs.jsonl 2>&1 \
     | grep -v "^\s*$" | tail -4
 done

@@ -123,3 +123,27 @@ class SearchSpace(abc.ABC):
         reasons = self.violations(config, problem)
         if reasons:
             raise IllegalConfig(reasons)
+
+
+class CategoricalKnobs:
+    """Mixin for spaces whose knobs are each a finite list of values (`knob_values`): the Optuna
+    distributions and the check that a config names every knob with an offered value."""
+
+    def knob_values(self, problem: Problem) -> dict[str, tuple]:
+        raise NotImplementedError
+
+    def parameters(self, problem: Problem) -> Mapping[str, Any]:
+        from optuna.distributions import CategoricalDistribution
+
+        return {k: CategoricalDistribution(list(v)) for k, v in self.knob_values(problem).items()}
+
+    def knob_violations(self, config: Config, problem: Problem) -> list[str]:
+        values = self.knob_values(problem)
+        out = [f"knob {knob} is missing" if knob not in config
+               else f"{knob}={config[knob]!r} is not one of {allowed}"
+               for knob, allowed in values.items()
+               if knob not in config or config[knob] not in allowed]
+        unknown = sorted(set(config) - set(values))
+        if unknown:
+            out.append(f"unknown knobs {unknown}")
+        return out

@@ -28,9 +28,8 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any, Mapping
 
-from .base import Config, Problem, SearchSpace
+from .base import CategoricalKnobs, Config, Problem, SearchSpace
 from .gemm_common import GemmProblem
 
 KNOBS: dict[str, tuple] = {
@@ -85,7 +84,7 @@ def kernel_config(config: Config):
     return GemmConfig(**config)
 
 
-class GemmSm100Space(GemmProblem, SearchSpace):
+class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
     name = "gemm_sm100"
     kernel = "gemm"
     arch = "sm_100a"
@@ -95,22 +94,8 @@ class GemmSm100Space(GemmProblem, SearchSpace):
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
         return dict(KNOBS)
 
-    def parameters(self, problem: Problem) -> Mapping[str, Any]:
-        from optuna.distributions import CategoricalDistribution
-
-        return {k: CategoricalDistribution(list(v)) for k, v in self.knob_values(problem).items()}
-
     def violations(self, config: Config, problem: Problem) -> list[str]:
-        values = self.knob_values(problem)
-        out = []
-        for knob, allowed in values.items():
-            if knob not in config:
-                out.append(f"knob {knob} is missing")
-            elif config[knob] not in allowed:
-                out.append(f"{knob}={config[knob]!r} is not one of {allowed}")
-        unknown = sorted(set(config) - set(values))
-        if unknown:
-            out.append(f"unknown knobs {unknown}")
+        out = self.knob_violations(config, problem)
         if out:
             return out
         from kernels.gemm.sm100 import config_violations

@@ -20,11 +20,10 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any, Mapping
 
 from kernels.gemm._sm90_config import GemmConfig, accumulator_regs, check_shape, smem_bytes
 
-from .base import Config, Problem, SearchSpace
+from .base import CategoricalKnobs, Config, Problem, SearchSpace
 from .gemm_common import GemmProblem
 
 SMEM_LIMIT = 232448
@@ -64,7 +63,7 @@ def kernel_config(config: Config):
     return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
 
 
-class GemmSm90Space(GemmProblem, SearchSpace):
+class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
     name = "gemm_sm90"
     kernel = "gemm"
     arch = "sm_90a"
@@ -77,22 +76,8 @@ class GemmSm90Space(GemmProblem, SearchSpace):
             values["swap_ab"] = (False,)
         return values
 
-    def parameters(self, problem: Problem) -> Mapping[str, Any]:
-        from optuna.distributions import CategoricalDistribution
-
-        return {k: CategoricalDistribution(list(v)) for k, v in self.knob_values(problem).items()}
-
     def violations(self, config: Config, problem: Problem) -> list[str]:
-        out = self._shape_violations(problem)
-        values = self.knob_values(problem)
-        for knob, allowed in values.items():
-            if knob not in config:
-                out.append(f"knob {knob} is missing")
-            elif config[knob] not in allowed:
-                out.append(f"{knob}={config[knob]!r} is not one of {allowed}")
-        unknown = sorted(set(config) - set(values))
-        if unknown:
-            out.append(f"unknown knobs {unknown}")
+        out = self._shape_violations(problem) + self.knob_violations(config, problem)
         if out:
             return out
 
