@@ -10,7 +10,7 @@ import pytest
 
 from autotune.spaces.base import IllegalConfig
 from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
-from kernels.gemm.sm90 import _tile_coords, geometry, smem_bytes
+from kernels.gemm.sm90 import _tile_coords, accumulator_regs, geometry, smem_bytes
 
 SPACE = GemmSm90Space()
 BIG = SPACE.parse_problem("4096x4096x4096")
@@ -64,13 +64,36 @@ def _config(**kw):
     (dict(stages=9), "stages=9 is not one of"),
     (dict(blk_n=264), "blk_n=264 is not one of"),
     (dict(cluster="2x2"), "cluster='2x2' is not one of"),
-    (dict(split_k=2), "unknown knobs"),
+    (dict(split_k=3), "split_k=3 is not one of"),
+    (dict(unknown=2), "unknown knobs"),
+    (dict(split_k=2), "needs persistent=False"),
+    (dict(split_k=2), "needs cluster='1x1'"),
+    (dict(split_k=2), "needs epilogue='reg'"),
+    (dict(split_k=2, blk_n=224, persistent=False, epilogue="reg"), "the reduction would spill"),
 ])
 def test_illegal_configs_name_the_broken_rule(overrides, reason):
     config = _config(**overrides)
     assert any(reason in v for v in SPACE.violations(config, BIG))
     with pytest.raises(IllegalConfig):
         SPACE.check(config, BIG)
+
+
+def test_every_split_k_rank_stores_whole_accumulator_pairs():
+    # The template stores accumulators in (col, col+1) pairs and gives each split-K rank an
+    # equal share: every offered tile width must split evenly, for every split.
+    for wg_m, blk_n, split_k in itertools.product(KNOBS["wg_m"], KNOBS["blk_n"], KNOBS["split_k"]):
+        acc = accumulator_regs(kernel_config(_config(wg_m=wg_m, blk_n=blk_n)))
+        assert acc % (2 * split_k) == 0, (wg_m, blk_n, split_k)
+
+
+def test_split_k_needs_a_k_tile_per_rank_and_counts_its_partials_in_smem():
+    short_k = SPACE.parse_problem("128x4096x192")  # 3 K tiles of 64
+    config = {**SPACE.default_config(short_k), "split_k": 4}
+    assert any("split_k=4 > 3 K tiles" in v for v in SPACE.violations(config, short_k))
+    assert SPACE.violations({**config, "split_k": 2}, short_k) == []
+    # 2 consumers x 128 accumulators x 128 threads x 4 B = 128 KiB of partials over a 96 KiB ring
+    c = kernel_config(_config(blk_n=256, stages=2, persistent=False, epilogue="reg", split_k=2))
+    assert smem_bytes(c) == 1024 + 2 * 128 * 128 * 4
 
 
 def test_swap_ab_needs_register_epilogue_and_a_skinny_problem():
@@ -133,6 +156,9 @@ def _compile_and_check(problem, config, tmp_path):
         assert needle in art.source, needle
     c = kernel_config(config)
     assert art.launch.cluster == (None if c.cluster_size == 1 else (c.cluster_size, 1, 1))
+    if c.split_k > 1:  # one tile per cluster of split_k CTAs, partials read through DSMEM
+        assert art.launch.grid[0] % c.split_k == 0
+        assert "mapa.u64" in art.source and "barrier.cluster.wait.acquire" in art.source
     assert art.launch.block == ((c.consumers + 1) * 128, 1, 1)
 
 

@@ -11,8 +11,13 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - wgmma: N = BLK_N in [8, 256], a multiple of 8 (16 when a 2x1 cluster multicasts halves);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
 - swap-AB writes D^T through registers: it needs the register epilogue.
+- split-K (a cluster of split_k CTAs per tile, reduced through DSMEM): one tile per cluster
+  (not persistent), no multicast cluster, the register epilogue; each rank gets >= 1 K tile
+  (and stores an even share of the accumulators: every offered BLK_N allows it); at most 96
+  accumulators per thread (160 for one consumer at split 2: measured spills); the f32 partials
+  (consumers x accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
 
-Not in the space (not implemented): split-K, stream-K, fp8, a ping-pong consumer schedule.
+Not in the space (not implemented): stream-K, fp8, a ping-pong consumer schedule.
 """
 
 from __future__ import annotations
@@ -21,7 +26,13 @@ import itertools
 import re
 from pathlib import Path
 
-from kernels.gemm._sm90_config import GemmConfig, accumulator_regs, check_shape, smem_bytes
+from kernels.gemm._sm90_config import (
+    H100_SMS,
+    GemmConfig,
+    accumulator_regs,
+    check_shape,
+    smem_bytes,
+)
 
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 from .gemm_common import GemmProblem
@@ -31,6 +42,9 @@ MAX_ACC_REGS = {1: 192, 2: 128}
 # Measured (ptxas, sm_90a): wg_m=128 x2 consumers with the register epilogue spills from 96
 # accumulators on (the TMA-store epilogue and wg_m=64 do not, up to 128).
 MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
+# Measured (ptxas, sm_90a): split-K's reduction needs registers beside the accumulators; above
+# these (by consumers, then split_k) it spills (e.g. 2 consumers x 112 at split 2: 152 B).
+MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96}, 2: {2: 96, 4: 96}}
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
 # The knobs and their values; `swap_ab` is offered for skinny problems only.
@@ -46,6 +60,7 @@ KNOBS: dict[str, tuple] = {
     "group": (1, 2, 4, 8, 16),
     "epilogue": ("tma", "reg"),
     "swap_ab": (False, True),
+    "split_k": (1, 2, 4),
 }
 SKINNY_M = 128
 
@@ -61,6 +76,11 @@ def kernel_config(config: Config):
     cm, cn = CLUSTERS[config["cluster"]]
     fields = {k: v for k, v in config.items() if k != "cluster"}
     return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
+
+
+def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
+    """Fraction of the SM slots the tiles occupy over their waves (1.0: no idle SMs)."""
+    return tiles / (-(-tiles // sms) * sms)
 
 
 class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
@@ -103,6 +123,26 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                        "multiple of 16")
         if cfg.swap_ab and cfg.epilogue != "reg":
             out.append("swap_ab writes D^T through registers: it needs epilogue='reg'")
+        if cfg.split_k > 1:
+            out += self._split_k_violations(cfg, problem)
+        return out
+
+    @staticmethod
+    def _split_k_violations(cfg, problem: Problem) -> list[str]:
+        sk, out = cfg.split_k, []
+        if cfg.persistent:
+            out.append(f"split_k={sk} runs one tile per cluster: it needs persistent=False")
+        if cfg.cluster_size != sk:
+            out.append(f"split_k={sk} occupies the cluster: it needs cluster='1x1'")
+        if cfg.epilogue != "reg":
+            out.append(f"split_k={sk} reduces and stores from registers: it needs epilogue='reg'")
+        acc, cap = accumulator_regs(cfg), MAX_ACC_REGS_SPLIT_K[cfg.consumers][sk]
+        if acc > cap:
+            out.append(f"{acc} accumulators per thread > {cap} with split_k={sk} and "
+                       f"{cfg.consumers} consumer(s): the reduction would spill")
+        k_tiles = -(-problem["K"] // cfg.blk_k)
+        if k_tiles < sk:
+            out.append(f"split_k={sk} > {k_tiles} K tiles of BLK_K={cfg.blk_k}")
         return out
 
     def _shape_violations(self, problem: Problem) -> list[str]:
@@ -128,8 +168,12 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
           N/64 CTAs stream B with the deepest BLK_K=128 ring that fits (8 stages up to M=48,
           7 at M=64), one consumer each.
         - 64 < M <= 128: still skinny; swapped, BLK_N=128 covers M in one tile, 6 stages.
-        - medium, M <= 1024: 128x128 tiles (two 64-row consumers) give enough tiles to fill
-          132 SMs; 5 stages; persistent with grouped raster; TMA-store epilogue.
+          When the N/64 tiles fill at most half the SMs, split K in two (8 stages): twice the
+          CTAs stream B (H100, 128x4096x4096: 173 vs 141 TFLOP/s; 128x4096x14336: 250 vs 207).
+        - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128 or 192, whichever
+          leaves the last wave of 132 SMs fuller (512x6144: 128 tiles of 128x192 in one wave,
+          573 vs 452 TFLOP/s with 192 tiles of 128x128); persistent with grouped raster,
+          TMA-store epilogue, the deepest ring that fits (5 or 4 stages).
         - large: 128x256 tiles (two 64-row consumers, 128 accumulators each, the widest that
           fits the register budget), 2x1 cluster multicasting B, persistent, group 8 for L2
           reuse, TMA-store epilogue; 3 stages is what fits next to the 64 KiB epilogue tile.
@@ -143,16 +187,22 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                 deep["stages"] -= 1
             return deep
         if M <= SKINNY_M:
-            return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64, stages=6,
-                                  persistent=False, epilogue="reg", swap_ab=True)
+            few_tiles = 2 * -(-problem["N"] // 64) <= H100_SMS and problem["K"] >= 4 * 64
+            return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64,
+                                  stages=8 if few_tiles else 6, persistent=False,
+                                  epilogue="reg", swap_ab=True, split_k=2 if few_tiles else 1)
         if M <= 1024:
-            return self._complete(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=5)
+            rows = -(-M // 128)
+            blk_n = max((128, 192), key=lambda n: _last_wave_fill(rows * -(-problem["N"] // n)))
+            return self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64,
+                                  stages=5 if blk_n == 128 else 4)
         return self._complete(wg_m=64, consumers=2, blk_n=256, blk_k=64, stages=3, cluster="2x1")
 
     @staticmethod
     def _complete(**overrides) -> Config:
         base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
-                    persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False)
+                    persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False,
+                    split_k=1)
         base.update(overrides)
         return base
 

@@ -25,14 +25,21 @@ class GemmConfig:
     group: int = 8
     epilogue: str = "tma"  # "tma": registers -> smem -> TMA store; "reg": registers -> global
     swap_ab: bool = False  # compute D^T = B @ A^T: N fills the 64-row wgmma side
+    split_k: int = 1  # >1: a cluster of split_k CTAs shares one tile's K, reduced through DSMEM
 
     @property
     def blk_m(self) -> int:
         return self.wg_m * self.consumers
 
     @property
-    def cluster_size(self) -> int:
+    def multicast_size(self) -> int:
+        """CTAs that share (multicast) an operand tile: 1 or 2."""
         return self.cluster_m * self.cluster_n
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per launched cluster: the multicast pair, or the split-K group."""
+        return self.multicast_size * self.split_k
 
     @classmethod
     def from_dict(cls, d: dict) -> "GemmConfig":
@@ -43,15 +50,21 @@ class GemmConfig:
 
 
 def smem_bytes(cfg: GemmConfig) -> int:
-    """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile)."""
+    """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile). The split-K
+    partials reuse the ring, which is idle once the last K tile is consumed."""
     ring = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
     epi = cfg.blk_m * cfg.blk_n * ELEM_BYTES if cfg.epilogue == "tma" else 0
-    return 1024 + ring + epi
+    return 1024 + max(ring, reduce_bytes(cfg)) + epi
 
 
 def accumulator_regs(cfg: GemmConfig) -> int:
     """f32 accumulator registers per consumer thread."""
     return (cfg.wg_m // 64) * cfg.blk_n // 2
+
+
+def reduce_bytes(cfg: GemmConfig) -> int:
+    """Split-K: each consumer thread's f32 partial sums, exposed to the cluster's peers."""
+    return cfg.consumers * accumulator_regs(cfg) * 128 * 4 if cfg.split_k > 1 else 0
 
 
 @dataclasses.dataclass(frozen=True)

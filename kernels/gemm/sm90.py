@@ -7,13 +7,20 @@ tile. `setmaxnreg` moves registers from the producer to the consumers.
 
 Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
 of the operand the pair shares, persistent scheduling with grouped raster order, a
-register or shared-memory + TMA-store epilogue, and swap-AB (compute D^T = B @ A^T,
-for skinny M). Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register
-epilogue guards every store, the TMA store clips at the tensor edge.
+register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T, for
+skinny M), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
+tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
+barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
+through distributed shared memory (no workspace, no second kernel).
+
+Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register epilogue guards
+every store, the TMA store clips at the tensor edge.
 """
 
 from __future__ import annotations
 
+from tvm import tirx as tir
+from tvm.ir import PointerType, PrimType
 from tvm.backend.cuda.lang.pipeline import MBarrier, PipelineState, TMABar
 from tvm.backend.cuda.tile_primitive.tma_utils import SwizzleMode, mma_shared_layout
 from tvm.script import tirx as T
@@ -43,6 +50,7 @@ from ._sm90_wgmma import (
 )
 
 PRODUCER_REGS = 40
+REDUCE_BARRIER = 3  # named barrier of the consumers (1 and 2 are the warpgroups' own)
 # setmaxnreg budgets: (producer + consumers) x 128 threads x regs <= 65536
 CONSUMER_REGS = {1: 240, 2: 232}
 
@@ -61,6 +69,14 @@ def _tile_coords(t, g: Geometry, cfg: GemmConfig):
     return (o, i) if cfg.raster == "m" else (i, o)
 
 
+def cluster_sync():
+    """barrier.cluster with release/acquire, spelled so the compiler also keeps memory accesses
+    on their side of it (T.cuda.cluster_sync's asm has no memory clobber): the split-K partials
+    are plain shared-memory stores and DSMEM loads."""
+    T.evaluate(T.ptx.barrier.cluster.arrive.release.aligned())
+    T.evaluate(T.ptx.barrier.cluster.wait.acquire.aligned())
+
+
 def _epilogue_swizzle(blk_n: int) -> SwizzleMode:
     """The widest swizzle whose row (64/32/16 elements) tiles BLK_N: conflict-free smem writes."""
     for elems, mode in ((64, SwizzleMode.SWIZZLE_128B_ATOM), (32, SwizzleMode.SWIZZLE_64B_ATOM)):
@@ -75,7 +91,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     check_shape(M, N, K, dtype)
     g = geometry(M, N, K, cfg, num_sms)
     C, WG_M, BLK_M, BLK_N, BLK_K = cfg.consumers, cfg.wg_m, cfg.blk_m, cfg.blk_n, cfg.blk_k
-    STAGES, CS = cfg.stages, cfg.cluster_size
+    STAGES, CS, MC, SK = cfg.stages, cfg.cluster_size, cfg.multicast_size, cfg.split_k
     SWAP, EPI_TMA = cfg.swap_ab, cfg.epilogue == "tma"
     assert not (SWAP and EPI_TMA), "swap_ab writes D^T through registers"
     M_ATOMS = WG_M // WGMMA_M
@@ -85,10 +101,13 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     Y_STAGE_UNITS = BLK_N * BLK_K * ELEM_BYTES // 16
     # Multicast halves: rank r of a pair loads rows [r*H, (r+1)*H) of the shared tile.
     HX, HY = BLK_M // cfg.cluster_n, BLK_N // cfg.cluster_m
-    MCAST = (1 << CS) - 1
+    MCAST = (1 << MC) - 1
     NWG = C + 1
     ROWS, COLS, KT, TOTAL, NCL = g.rows, g.cols, g.k_tiles, g.total, g.clusters
     CREGS = CONSUMER_REGS[C]
+    SLICE = ACC // SK  # accumulators each split-K rank reduces and stores
+    assert SK == 1 or (not cfg.persistent and not EPI_TMA and MC == 1 and SLICE % 2 == 0
+                       and KT >= SK), "split-K: one tile per cluster, register epilogue"
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
@@ -139,23 +158,52 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     def fence_acc(acc):
         fence_accumulators(acc, ACC)
 
-    def store_reg(D, acc, row0, col0, warp, lane):
-        """Registers -> global, guarded at the edges; D^T when swapped."""
-        for j in range(M_ATOMS):
-            for i in range(0, BLK_N // 2, 2):
-                r, c = acc_coords(i, warp, lane)
-                row, col = row0 + j * WGMMA_M + r, col0 + c
-                v0, v1 = acc[j * BLK_N // 2 + i], acc[j * BLK_N // 2 + i + 1]
-                if SWAP:  # D^T: the pair lands in two rows of D; M may be odd
-                    for dc, v in ((0, v0), (1, v1)):
-                        with T.If(T.And(row < ROWS, col + dc < COLS)):
-                            with T.Then():
-                                T.buffer_store(D, T.Cast(dtype, v), [col + dc, row])
-                else:  # N is a multiple of 8: col < N implies col + 1 < N
-                    with T.If(T.And(row < ROWS, col < COLS)):
+    def store_reg(D, acc, row0, col0, warp, lane, lo=0, hi=ACC):
+        """Accumulators [lo, hi) -> global, guarded at the edges; D^T when swapped."""
+        for idx in range(lo, hi, 2):
+            j, i = divmod(idx, BLK_N // 2)
+            r, c = acc_coords(i, warp, lane)
+            row, col = row0 + j * WGMMA_M + r, col0 + c
+            v0, v1 = acc[idx], acc[idx + 1]
+            if SWAP:  # D^T: the pair lands in two rows of D; M may be odd
+                for dc, v in ((0, v0), (1, v1)):
+                    with T.If(T.And(row < ROWS, col + dc < COLS)):
                         with T.Then():
-                            T.buffer_store(D, T.Cast(dtype, v0), [row, col])
-                            T.buffer_store(D, T.Cast(dtype, v1), [row, col + 1])
+                            T.buffer_store(D, T.Cast(dtype, v), [col + dc, row])
+            else:  # N is a multiple of 8: col < N implies col + 1 < N
+                with T.If(T.And(row < ROWS, col < COLS)):
+                    with T.Then():
+                        T.buffer_store(D, T.Cast(dtype, v0), [row, col])
+                        T.buffer_store(D, T.Cast(dtype, v1), [row, col + 1])
+
+    def park_partials(R, acc, consumer, tid):
+        """Split-K: this thread's partial sums -> R[consumer, i, tid] (a warp's 32 words of one
+        accumulator are contiguous: conflict-free here and for the peers' reads)."""
+        for i in range(ACC):
+            T.buffer_store(R, acc[i], [consumer, i, tid])
+
+    def peer_partials(R, peer):
+        """R as CTA `peer` of the cluster holds it: a generic pointer into its shared memory."""
+        mapped = T.alloc_local((1,), "uint64")
+        T.evaluate(T.ptx.mapa.u64(mapped[0], R.ptr_to([0, 0, 0]), T.uint32(peer)))
+        ptr_type = PointerType(PrimType("float32"), "shared")
+        ptr = tir.Var(f"partials_of_rank{peer}", ptr_type)
+        T.Bind(T.reinterpret(ptr_type, mapped[0]), var=ptr)
+        return T.decl_buffer(R.shape, "float32", data=ptr, scope="shared")
+
+    def reduce_and_store(R, acc, consumer, tid, rank, D, row0, col0, warp, lane):
+        """Split-K: rank q adds every peer's partials of accumulators [q*SLICE, (q+1)*SLICE)
+        to its own and stores them, so the cluster writes the tile once, in SK parallel parts."""
+        for q in range(SK):
+            lo, hi = q * SLICE, (q + 1) * SLICE
+            with T.If(rank == q):
+                with T.Then():
+                    for peer in range(SK):
+                        if peer != q:
+                            P = peer_partials(R, peer)
+                            for i in range(lo, hi):
+                                T.buffer_store(acc, acc[i] + P[consumer, i, tid], [i])
+                    store_reg(D, acc, row0, col0, warp, lane, lo, hi)
 
     def store_tma(D, Ds, consumer, row0, col0):
         """Shared tile -> global, one swizzle-row-wide column chunk per box; TMA clips the
@@ -188,18 +236,24 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         Xs = pool.alloc((STAGES, BLK_M, BLK_K), dtype, layout=X_layout)
         Ys = pool.alloc((STAGES, BLK_N, BLK_K), dtype, layout=Y_layout)
         Ds = pool.alloc(d_shape, dtype, layout=D_layout if EPI_TMA else None)
+        if SK > 1:  # the partials overlay the ring, idle once the last K tile is consumed
+            pool.move_base_to(1024)
+            R = pool.alloc((C, ACC, 128), "float32")
         full.init(1)
-        empty.init(C * CS)
+        empty.init(C * MC)
         pool.commit()
         T.ptx.fence.proxy.async_.shared__cta()
         T.ptx.fence.mbarrier_init.release.cluster()
         if CS > 1:
-            T.cuda.cluster_sync()
+            cluster_sync()
         else:
             T.cuda.cta_sync()
 
         rank = T.meta_var(bx % CS)
         cluster_id = T.meta_var(bx // CS)
+        # split-K: rank r of the cluster takes K tiles [r*KT/SK, (r+1)*KT/SK)
+        k_first = T.meta_var(rank * KT // SK if SK > 1 else 0)
+        k_count = T.meta_var((rank + 1) * KT // SK - rank * KT // SK if SK > 1 else KT)
 
         if wg_id == 0:
             # ---------------- producer ----------------
@@ -211,8 +265,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     while tile < TOTAL:
                         r0 = T.meta_var(cta_tile(tile, rank)[0])
                         c0 = T.meta_var(cta_tile(tile, rank)[1])
-                        for kt in T.serial(KT):
-                            k0 = T.meta_var(kt * BLK_K)
+                        for kt in T.serial(k_count):
+                            k0 = T.meta_var((k_first + kt) * BLK_K if SK > 1 else kt * BLK_K)
                             empty.wait(ps.stage, ps.phase)
                             full.arrive(ps.stage, STAGE_BYTES)
                             bar = T.meta_var(full.ptr_to([ps.stage]))
@@ -222,6 +276,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                                 load_stage(Xs, Ys, A, B, ps.stage, r0, c0, k0, rank, bar)
                             ps.advance()
                         tile = tile + NCL
+            if SK > 1:
+                cluster_sync()  # the consumers' partials are parked
         else:
             # ---------------- consumers ----------------
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CREGS)
@@ -242,7 +298,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             while tile < TOTAL:
                 r0 = T.meta_var(cta_tile(tile, rank)[0])
                 c0 = T.meta_var(cta_tile(tile, rank)[1])
-                for kt in T.serial(KT):
+                for kt in T.serial(k_count):
                     full.wait(cs.stage, cs.phase)
                     fence_acc(acc)
                     T.ptx.wgmma.fence.sync.aligned()
@@ -257,7 +313,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                         if lane == 0:
                             if warp == 0:
                                 empty.arrive(prev)
-                            if CS > 1:
+                            if MC > 1:
                                 if warp == 1:
                                     empty.arrive(prev, remote=rank ^ 1)
                     prev = cs.stage
@@ -267,11 +323,18 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 if lane == 0:
                     if warp == 0:
                         empty.arrive(prev)
-                    if CS > 1:
+                    if MC > 1:
                         if warp == 1:
                             empty.arrive(prev, remote=rank ^ 1)
                 # ---------------- epilogue ----------------
-                if EPI_TMA:
+                if SK > 1:
+                    if C > 1:  # every consumer is past its last wgmma: the ring is idle
+                        T.ptx.bar.sync(REDUCE_BARRIER, C * 128)
+                    park_partials(R, acc, consumer, warp * 32 + lane)
+                    cluster_sync()
+                    reduce_and_store(R, acc, consumer, warp * 32 + lane, rank, D,
+                                     r0 + consumer * WG_M, c0, warp, lane)
+                elif EPI_TMA:
                     if (warp == 0) & (lane == 0):
                         T.ptx.cp.async_.bulk.wait_group.read(0)  # previous store has read Ds
                     T.cuda.warpgroup_sync(1 + consumer)
@@ -287,8 +350,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             if EPI_TMA:
                 if (warp == 0) & (lane == 0):
                     T.ptx.cp.async_.bulk.wait_group(0)
-        # No CTA may leave while a peer can still multicast into it or arrive on its barriers.
+        # No CTA may leave while a peer can still multicast into it, arrive on its barriers or
+        # read its partials.
         if CS > 1:
-            T.cuda.cluster_sync()
+            cluster_sync()
 
     return gemm
