@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4 + 6 on a GPU machine: tune gemm_sm90 over the issue-4 suite plus the decoder block's
 # decode extremes (M=1, 64), resumably, in slices that fit one device call:
-#   bash scripts/gpu_suite_study.sh 1 3   # slice 1 of 3 (then 2, 3), back to back
+#   bash scripts/gpu_suite_study.sh 1 2   # slice 1 of 2, then 2 of 2, back to back
 # The study database stays under $TMPDIR between calls and is copied to $OUT after each.
 source scripts/gpu_env.sh
 DB=$SCRATCH/suite.db
@@ -11,7 +11,7 @@ extra = tuple(f'{m}x{n}x{k}' for m in (1, 64) for n, k in LLAMA3_8B_NK)
 shapes = SUITE + extra
 print(' '.join(shapes[$1 - 1::$2]))")
 echo "slice $1/$2: $SHAPES"
-timeout ${BUDGET:-520} autotune tune gemm_sm90 --shapes $SHAPES --trials ${TRIALS:-24} --gpus 0 \
+timeout ${BUDGET:-420} autotune tune gemm_sm90 --shapes $SHAPES --trials ${TRIALS:-16} --gpus 0 \
   --storage sqlite:///$DB --seed 0 --compile-workers 15 --no-progress 2>&1 | tail -n 40
 autotune results --storage sqlite:///$DB 2>&1 | tail -n 40
 cp $DB $OUT/
