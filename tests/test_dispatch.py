@@ -376,3 +376,24 @@ def test_prebuild_builds_the_pick_and_the_default(tmp_path):
     assert prebuild(space, [store], [gemm(12)], ArtifactIndex(tmp_path), build=build,
                     log=logs.append) == 0
     assert len(built) == 6 and logs[-1].endswith("present")
+
+
+class GroupedGemmSpace(FakeGemmSpace):
+    """`group` is a runtime knob: a launch argument after the buffers, not part of the binary."""
+
+    runtime_knobs = ("group",)
+
+    def default_config(self, problem):
+        return {"blk": 8, "group": 4}
+
+
+def test_runtime_knobs_share_one_binary_and_are_passed_at_launch(tmp_path):
+    op, built, loaded = make_dispatcher(tmp_path, space=GroupedGemmSpace())
+    problem = gemm(64)
+    for group in (1, 2):
+        op.provider.get(problem, {"blk": 8, "group": group})
+    assert built == [(problem.key, {"blk": 8})] and len(loaded) == 1
+    a, b = FakeTensor(64, 4096), FakeTensor(4096, 4096)
+    op(a, b)  # the default config, group 4: still the same binary
+    (recorder,) = op.provider.kernels.values()
+    assert len(loaded) == 1 and recorder.calls[-1][:2] == (a, b) and recorder.calls[-1][3:] == (4,)

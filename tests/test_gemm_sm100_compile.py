@@ -1,9 +1,11 @@
 """The sm_100a GEMM template compiles (no GPU needed) with zero spills, and the generated code
 holds the machinery each config asks for.
 
-CI compiles a deterministic pairwise-covering sample of the legal space (every value of every
-knob, and every pair of values that can co-occur, at least once: ~40 configs). The full sweep
-of every legal config runs only with `-m slow` (6125 compiles, hours on two cores).
+CI compiles a deterministic pairwise-covering sample of the legal space's compile classes
+(configs minus the runtime knob group_m: every value of every compiled knob, and every pair of
+values that can co-occur, at least once). The full sweep of all 1,225 classes is
+scripts/sweep_gemm_sm100_compile.py, whose committed record tests/test_gemm_sm100_sweep_record.py
+checks.
 """
 
 import itertools
@@ -24,9 +26,9 @@ def _pairs(config):
 
 
 def pairwise_sample(problem):
-    """Greedy covering array: repeatedly take the first legal config covering the most
-    uncovered value pairs. Deterministic, since legal_configs has a fixed order."""
-    legal = LEGAL if problem == PROBLEM else list(SPACE.legal_configs(problem))
+    """Greedy covering array over the compile classes: repeatedly take the first class covering
+    the most uncovered value pairs. Deterministic, since compile_classes has a fixed order."""
+    legal = SPACE.compile_classes(problem)
     uncovered = set().union(*(_pairs(c) for c in legal))
     chosen = []
     while uncovered:
@@ -36,8 +38,8 @@ def pairwise_sample(problem):
     return chosen
 
 
-LEGAL = list(SPACE.legal_configs(PROBLEM))
 SAMPLE = pairwise_sample(PROBLEM)
+GROUP_M = 8  # any: the runtime knob does not change the binary
 
 
 def _id(config):
@@ -51,6 +53,7 @@ def cache(tmp_path_factory):
 
 def compile_and_check(config, problem, cache):
     """Compile one legal config and assert everything a CPU can check about it."""
+    config = {"group_m": GROUP_M, **config}
     assert SPACE.violations(config, problem) == []
     cfg = kernel_config(config)
     tirx.check_resources("sm_100a", **SPACE.resources(config))
@@ -62,6 +65,9 @@ def compile_and_check(config, problem, cache):
     assert launch.block == (cfg.threads, 1, 1)
     assert (launch.cluster or (1, 1, 1)) == (cfg.cluster, 1, 1)
     assert launch.grid[0] % cfg.cluster == 0 and launch.grid[0] <= 148
+    # group_m is the kernel's launch argument: the caller's fourth, passed by value
+    assert [(a.name, a.kind) for a in launch.args][3:] == [("group_m", "scalar")]
+    assert [(p.arg, p.dtype) for p in launch.params if p.kind == "scalar"] == [(3, "int32")]
     check_machinery(art.source, cfg)
     return art
 
@@ -91,12 +97,20 @@ def test_pairwise_sample_compiles_without_spills(config, cache):
 
 
 def test_sample_covers_every_knob_value():
-    for knob, values in SPACE.knob_values(PROBLEM).items():
+    compiled = {k: v for k, v in SPACE.knob_values(PROBLEM).items()
+                if k not in SPACE.runtime_knobs}
+    for knob, values in compiled.items():
         assert {c[knob] for c in SAMPLE} == set(values), knob
     assert len(SAMPLE) < 60  # keeps CI to a few minutes
 
 
-@pytest.mark.parametrize("shape", ["4000x4008x4104", "100x64x72", "2x8x8"])
+def test_every_group_m_is_one_binary():
+    config = SPACE.default_config(PROBLEM)
+    scripts = {SPACE.build(dict(config, group_m=g), PROBLEM).script() for g in (1, 16)}
+    assert len(scripts) == 1  # equal source: equal artifact cache key, compiled once
+
+
+@pytest.mark.parametrize("shape", ["4000x4008x4104", "100x64x72", "2x8x8", "1x4096x4096", "1x8x8"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_tails_compile_with_exact_tensor_maps(shape, dtype, cache):
     problem = SPACE.parse_problem(shape, dtype)
@@ -105,17 +119,12 @@ def test_tails_compile_with_exact_tensor_maps(shape, dtype, cache):
     # TMA bounds each operand at its true extent: out-of-range loads fill zeros, stores clip.
     dims = sorted(m.global_dims[::-1] for m in art.launch.tensor_maps)  # outermost first
     assert dims == sorted([(M, K), (N, K), (M, N)])
-    assert [a.shape for a in art.launch.args] == [(M, K), (N, K), (M, N)]
+    assert [a.shape for a in art.launch.args] == [(M, K), (N, K), (M, N), ()]
 
 
-def pytest_generate_tests(metafunc):
-    # The full sweep is thousands of compiles: it is generated only when asked for with
-    # `-m slow`, since a plain `pytest` run (the CI's) selects slow tests too.
-    if metafunc.function.__name__ == "test_every_legal_config_compiles_without_spills":
-        wanted = "slow" in (metafunc.config.option.markexpr or "")
-        metafunc.parametrize("config", LEGAL if wanted else [], ids=_id)
-
-
-@pytest.mark.slow
-def test_every_legal_config_compiles_without_spills(config, cache):
-    compile_and_check(config, PROBLEM, cache)
+def test_wide_epilogue_chunk_stores_an_n_tail(cache):
+    # D leaves in explicit 64-column boxes, so a 128-column chunk needs no N % 64.
+    problem = SPACE.parse_problem("4000x4008x4096")
+    config = dict(SPACE.default_config(problem), epi_n=128, epi_ld=64, consumers=1)
+    art = compile_and_check(config, problem, cache)
+    assert (4008, 4000) in [m.global_dims for m in art.launch.tensor_maps]

@@ -7,9 +7,8 @@ from optuna.trial import TrialState
 
 from autotune import cli
 from autotune.runner.devices import gpus_for_arch
-from autotune.spaces.gemm_sm100 import GemmSm100Space
+from autotune.spaces.gemm_sm100 import GemmSm100Space, kernel_config
 from autotune.testing import SpaceConformance
-from kernels.gemm.sm100 import GemmConfig
 
 SPACE = GemmSm100Space()
 
@@ -43,7 +42,7 @@ def test_compile_only_study_end_to_end(tmp_path, capsys):
         assert t.value is None  # nothing was timed
         if t.user_attrs["outcome"] == "compiled":
             assert t.state == TrialState.PRUNED
-            res, cfg = t.user_attrs["resources"], GemmConfig(**t.params)
+            res, cfg = t.user_attrs["resources"], kernel_config(t.params)
             assert res["spill_bytes"] == 0 and res["smem_bytes"] == cfg.smem_bytes
         else:  # refused by a legality rule before compiling, never a compile error
             assert t.user_attrs["outcome"] == "illegal", t.user_attrs

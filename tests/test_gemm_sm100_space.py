@@ -3,7 +3,7 @@
 import pytest
 
 from autotune.spaces.base import IllegalConfig, Problem
-from autotune.spaces.gemm_sm100 import BOOK_STEP9, KNOBS, GemmSm100Space
+from autotune.spaces.gemm_sm100 import BOOK_STEP9, KNOBS, GemmSm100Space, kernel_config
 from kernels.gemm.sm100 import SMEM_LIMIT, GemmConfig
 
 SPACE = GemmSm100Space()
@@ -22,14 +22,17 @@ def test_parameters_are_the_knobs_as_categoricals():
     from optuna.distributions import CategoricalDistribution
 
     params = SPACE.parameters(P4096)
-    assert set(params) == set(KNOBS) == set(GemmConfig.__dataclass_fields__)
+    # every knob is compiled in (a GemmConfig field) or passed at launch, never both
+    assert set(params) == set(KNOBS) == set(GemmConfig.__dataclass_fields__) | {"group_m"}
+    assert SPACE.runtime_knobs == ("group_m",)
     for knob, dist in params.items():
         assert isinstance(dist, CategoricalDistribution)
         assert tuple(dist.choices) == KNOBS[knob]
 
 
 @pytest.mark.parametrize("shape", ["1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
-                                   "8192x8192x8192", "4000x4008x4104", "2x8x8", "100x1024x1000"])
+                                   "8192x8192x8192", "4000x4008x4104", "2x8x8", "1x8x8",
+                                   "100x1024x1000"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_default_config_is_legal_and_cited(shape, dtype):
     problem = SPACE.parse_problem(shape, dtype)
@@ -66,7 +69,7 @@ def test_legal_configs_respect_the_hardware_budgets():
     for config in configs:
         r = SPACE.resources(config)
         assert r["smem_bytes"] <= SMEM_LIMIT and r["tmem_columns"] <= 512
-        cfg = GemmConfig(**config)
+        cfg = kernel_config(config)
         assert 16 * cfg.cta_group <= cfg.mma_n <= 256 and cfg.epi_ld <= cfg.epi_n <= 128
 
 
@@ -107,8 +110,21 @@ def test_shape_dependent_rules():
     assert any("K % 64" in r for r in SPACE.violations(legal(blk_k=128, stages=2), k_odd))
     assert SPACE.violations(legal(blk_k=128, stages=2), P4096) == []
     wide = legal(epi_n=128, epi_ld=64, epi_stages=1, stages=3)
-    assert any("N % 64" in r for r in SPACE.violations(wide, n_odd))
-    assert SPACE.violations(wide, P4096) == []
+    # D is stored in explicit 64-column boxes: a 128-column chunk needs no N % 64
+    assert SPACE.violations(wide, n_odd) == [] and SPACE.violations(wide, P4096) == []
+
+
+def test_group_m_is_a_launch_argument_not_a_compile_class():
+    config = legal(group_m=16)
+    assert SPACE.compile_config(config) == {k: v for k, v in config.items() if k != "group_m"}
+    assert SPACE.compile_key(config) == SPACE.compile_key(legal(group_m=1))
+    assert SPACE.compile_key(config) != SPACE.compile_key(legal(group_m=16, stages=3))
+    assert SPACE.launch_scalars(config) == [16]
+    classes = SPACE.compile_classes(P4096)
+    legal_configs = list(SPACE.legal_configs(P4096))
+    assert len(legal_configs) == len(KNOBS["group_m"]) * len(classes)  # group_m is never illegal
+    assert all("group_m" not in c for c in classes)
+    assert len({SPACE.compile_key(c) for c in classes}) == len(classes)
 
 
 def test_missing_and_unknown_knobs_are_named():
@@ -122,8 +138,7 @@ def test_missing_and_unknown_knobs_are_named():
     ("4096x4096", "bfloat16", "MxNxK"),
     ("4096x4100x4096", "bfloat16", "N=4100"),
     ("4096x4096x12", "bfloat16", "K=12"),
-    ("0x4096x4096", "bfloat16", "M must be >= 2"),
-    ("1x4096x4096", "bfloat16", "single-row"),
+    ("0x4096x4096", "bfloat16", "M must be >= 1"),
     ("64x64x64", "float32", "float32"),
 ])
 def test_bad_problems_are_refused_with_the_reason(text, dtype, message):

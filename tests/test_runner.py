@@ -112,3 +112,28 @@ def test_simulated_runner_replays_table(tmp_path):
     assert hang.cause is Cause.TIMEOUT
     assert missing.cause is Cause.NOT_RECORDED  # illegal configs are not in the table
     assert runner.measured[0] == GOOD
+
+
+class RuntimeStagesSpace(SyntheticSpace):
+    """`stages` passed at launch: configs differing only in it share one binary."""
+
+    runtime_knobs = ("stages",)
+
+
+def test_configs_differing_in_runtime_knobs_compile_once():
+    space = RuntimeStagesSpace(faults={"compile": [{"block_m": 128}]})
+    compiled = []
+
+    def counting(space, config, problem, cache_dir=None):
+        compiled.append(dict(config))
+        return stub_compile(space, config, problem, cache_dir)
+
+    bad = {"block_m": 128, "block_n": 16}
+    candidates = ([Candidate(space, dict(GOOD, stages=s), PROBLEM) for s in (1, 2, 3)]
+                  + [Candidate(space, dict(bad, stages=s), PROBLEM) for s in (1, 2)])
+    with CompileOnlyRunner(compiler=counting, compile_workers=0) as runner:
+        results = runner.run(candidates)
+    assert compiled == [dict(GOOD, stages=1), dict(bad, stages=1)]  # one compile per class
+    assert [r.cause for r in results] == [None] * 3 + [Cause.COMPILE] * 2
+    assert [r.tag for r in results] == list(range(5))  # a reused outcome answers its own tag
+    assert results[1].compile_s == 0.0 and results[1].resources == results[0].resources

@@ -39,6 +39,18 @@ def test_tma_kernel_artifact_matches_kernel_parameters(arch, cache):
     assert f"Function properties for {spec.symbol}" in art.ptxas_log
 
 
+def test_scalar_parameters_are_caller_arguments_passed_by_value(cache):
+    art = tirx.build(K.affine_index(256), "sm_90a", cache_dir=cache)
+    spec = art.launch
+    assert [(a.name, a.shape, a.dtype, a.kind) for a in spec.args] == [
+        ("out", (256,), "int32", "buffer"), ("scale", (), "int32", "scalar"),
+        ("bias", (), "int32", "scalar")]
+    # The device kernel takes them in its own order; each traces back to its caller argument.
+    assert sorted((p.kind, p.arg, p.dtype) for p in spec.params) == [
+        ("pointer", 0, ""), ("scalar", 1, "int32"), ("scalar", 2, "int32")]
+    assert tirx.Artifact.load(art.path).launch == spec
+
+
 def test_cluster_dims_come_from_the_kernel(cache):
     art = tirx.build(K.cluster_rank(8, 2), "sm_90a", cache_dir=cache)
     assert art.launch.cluster == (2, 1, 1)

@@ -85,3 +85,21 @@ def test_wrong_buffer_is_refused_before_launch():
     a = torch.randn(256, 256, dtype=torch.float16, device="cuda")
     with pytest.raises(tirx.LaunchError, match="A must be a contiguous float16 tensor of shape"):
         kernel(a, a)
+
+
+def test_scalar_arguments_are_passed_at_each_launch():
+    kernel = tirx.Kernel(load("affine_index_sm90"))
+    index = torch.arange(256, dtype=torch.int32, device="cuda")
+    out = torch.full((256,), -1, dtype=torch.int32, device="cuda")
+    for scale, bias in ((1, 0), (3, -7), (-2, 2**31 - 600)):  # one binary, new values each launch
+        kernel(out, scale, bias)
+        torch.cuda.synchronize()
+        assert torch.equal(out, index * scale + bias)
+
+
+def test_wrong_scalar_is_refused_before_launch():
+    kernel = tirx.Kernel(load("affine_index_sm90"))
+    out = torch.empty(256, dtype=torch.int32, device="cuda")
+    for bad in (2**31, 1.5, True):
+        with pytest.raises(tirx.LaunchError, match="scale must be an integer of type int32"):
+            kernel(out, bad, 0)

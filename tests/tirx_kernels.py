@@ -67,6 +67,20 @@ def cluster_rank(n_ctas: int = 8, cluster: int = 2):
     return kernel
 
 
+def affine_index(n: int = 256):
+    """out[i] = i * scale + bias: two int32 launch arguments (TVM passes them to the device
+    kernel in its own order, not the caller's)."""
+
+    @T.prim_func
+    def kernel(out: T.Buffer((n,), "int32"), scale: T.int32, bias: T.int32):
+        T.device_entry()
+        bx = T.cta_id([n // 128])
+        tid = T.thread_id([128])
+        out[bx * 128 + tid] = (bx * 128 + tid) * scale + bias
+
+    return kernel
+
+
 def undefined_extern():
     """Lowers fine; NVRTC rejects the call to a function that does not exist."""
 
@@ -83,6 +97,7 @@ def undefined_extern():
 KERNELS = {
     "tma_scale_sm90": (lambda: tma_scale(256, 512), "sm_90a"),
     "cluster_rank_sm90": (lambda: cluster_rank(8, 2), "sm_90a"),
+    "affine_index_sm90": (lambda: affine_index(256), "sm_90a"),
 }
 
 

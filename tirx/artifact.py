@@ -44,7 +44,8 @@ class TensorMapSpec:
 @dataclasses.dataclass(frozen=True)
 class ParamSpec:
     """One kernel parameter, in order. kind: "pointer" (caller arg `arg` + `offset` bytes),
-    "tensormap" (tensor_maps[`index`], by value), "scalar" (constant `value` of `dtype`)."""
+    "tensormap" (tensor_maps[`index`], by value), "scalar" (a `dtype` value: the caller's
+    scalar argument `arg`, or the constant `value` when arg is -1)."""
 
     kind: str
     arg: int = -1
@@ -56,11 +57,13 @@ class ParamSpec:
 
 @dataclasses.dataclass(frozen=True)
 class ArgSpec:
-    """What the caller passes: one device buffer per entry, in the PrimFunc's order."""
+    """What the caller passes, in the PrimFunc's order: a device buffer, or (kind "scalar",
+    shape ()) a number passed by value at launch."""
 
     name: str
     shape: tuple[int, ...]
     dtype: str
+    kind: str = "buffer"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +151,7 @@ class Artifact:
         launch = meta["launch"]
         spec = LaunchSpec(
             symbol=launch["symbol"],
-            args=tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"]) for a in launch["args"]),
+            args=tuple(ArgSpec(**{**a, "shape": tuple(a["shape"])}) for a in launch["args"]),
             params=tuple(ParamSpec(**p) for p in launch["params"]),
             tensor_maps=tuple(
                 TensorMapSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in m.items()})

@@ -19,6 +19,9 @@ CU_TENSOR_MAP_DTYPE = {
     "uint8": 0, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5, "float16": 6,
     "float32": 7, "float64": 8, "bfloat16": 9, "int8": 0, "float8_e4m3fn": 0, "float8_e5m2": 0,
 }
+# Scalar parameter types a caller may pass at launch (tirx/launch.py packs them by value). Floats
+# are not traced: the host function accepts an int or a float for them (a Select).
+SCALAR_DTYPES = ("int32", "int64", "uint32", "uint64")
 # Index of the packed argument's value field, and of DLTensor.data, in tvm_struct_get.
 _ANY_VALUE_FIELD = 15
 _DLTENSOR_DATA_FIELD = 1
@@ -94,6 +97,18 @@ class _Bindings:
                 break
         raise CompileError("lowering", f"cannot trace kernel pointer {expr} to a caller argument")
 
+    def caller_scalar(self, var) -> int:
+        """Caller argument index of a scalar the host function unpacked from the packed args."""
+        expr = var
+        while type(expr).__name__ == "Var" and self.lookup(expr) is not None:
+            expr = self.lookup(expr)
+        if type(expr).__name__ == "Cast":  # int32 params arrive as the packed int64, narrowed
+            expr = expr.value
+        if _op(expr) == "tirx.tvm_struct_get" and _int(expr.args[2], "field") == _ANY_VALUE_FIELD:
+            return _int(expr.args[1], "argument index")
+        raise CompileError("lowering", f"kernel scalar {var} is not a caller argument ({expr}); "
+                                       "pass scalar parameters to the kernel unchanged")
+
     def _packed_arg(self, handle) -> int:
         while type(handle).__name__ == "Var" and self.lookup(handle) is not None:
             handle = self.lookup(handle)
@@ -107,9 +122,12 @@ def _arg_specs(prim_func) -> tuple[ArgSpec, ...]:
     out = []
     for p in prim_func.params:
         ty = p.ty
-        if not hasattr(ty, "shape"):
-            raise CompileError("lowering", f"parameter {p.name} is not a buffer; "
-                                           "kernels take buffers only")
+        if not hasattr(ty, "shape"):  # a PrimType: a scalar passed by value at launch
+            if str(ty) not in SCALAR_DTYPES:
+                raise CompileError("lowering", f"parameter {p.name} has type {ty}; scalar "
+                                               f"parameters must be one of {SCALAR_DTYPES}")
+            out.append(ArgSpec(p.name, (), str(ty), kind="scalar"))
+            continue
         shape = tuple(_int(s, f"{p.name} shape") for s in ty.shape)
         out.append(ArgSpec(p.name, shape, str(ty.dtype)))
     return tuple(out)
@@ -175,6 +193,8 @@ def launch_spec(prim_func, host_func) -> LaunchSpec:
                 i for i, e in enumerate(encodes) if e.args[0].same_as(p))))
         elif kind in ("IntImm", "FloatImm"):
             params.append(ParamSpec("scalar", dtype=str(p.dtype), value=p.value))
+        elif kind == "Var" and str(p.ty) in SCALAR_DTYPES:
+            params.append(ParamSpec("scalar", arg=bindings.caller_scalar(p), dtype=str(p.ty)))
         else:
             arg, offset = bindings.caller_pointer(p)
             params.append(ParamSpec("pointer", arg=arg, offset=offset))

@@ -9,6 +9,7 @@ copies at launch, so launches are CUDA-graph capturable.
 from __future__ import annotations
 
 import ctypes
+import numbers
 
 from cuda.bindings import driver as cu
 
@@ -41,8 +42,19 @@ def ensure_context(device: int = 0):
     return ctx
 
 
+def _check_scalar(symbol: str, want, value) -> None:
+    """Scalar parameters are integers (tirx.host_ir.SCALAR_DTYPES): refuse what would wrap."""
+    bits = int(want.dtype.removeprefix("u").removeprefix("int"))
+    lo, hi = (0, 2**bits) if want.dtype.startswith("u") else (-(2**(bits - 1)), 2**(bits - 1))
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and lo <= value < hi
+    if not ok:
+        raise LaunchError(f"{symbol}: {want.name} must be an integer of type {want.dtype}, "
+                          f"got {value!r}")
+
+
 def _pointer(x) -> int:
-    return x if isinstance(x, int) else x.data_ptr()
+    """A buffer's device address (a scalar argument passes through unchanged)."""
+    return x.data_ptr() if hasattr(x, "data_ptr") else x
 
 
 def _stream_handle(stream, args) -> int:
@@ -56,12 +68,13 @@ def _stream_handle(stream, args) -> int:
 
 
 class Kernel:
-    """A loaded artifact. `kernel(*buffers, stream=None)` launches it.
+    """A loaded artifact. `kernel(*args, stream=None)` launches it.
 
-    buffers: torch tensors (shape, dtype and contiguity are checked) or raw device pointers
-    (ints, trusted), in the PrimFunc's parameter order. stream: None (torch's current stream
-    when given tensors, else the default stream), a CUstream handle as int, or any object with
-    `.cuda_stream` (torch.cuda.Stream)."""
+    args, in the PrimFunc's parameter order: for a buffer, a torch tensor (shape, dtype and
+    contiguity are checked) or a raw device pointer (int, trusted); for a scalar parameter, an
+    integer passed by value (type and range are checked). stream: None (torch's current
+    stream when given tensors, else the default stream), a CUstream handle as int, or any
+    object with `.cuda_stream` (torch.cuda.Stream)."""
 
     def __init__(self, artifact: Artifact, device: int = 0):
         self.artifact = artifact
@@ -88,9 +101,11 @@ class Kernel:
         for i, p in enumerate(spec.params):
             if p.kind == "pointer":
                 self._param_ptrs[i] = ctypes.addressof(self._values) + 8 * i
-            elif p.kind == "scalar":
+            elif p.kind == "scalar":  # caller scalars are written here at each launch
                 self._scalars[i] = _SCALAR_CTYPE[p.dtype](p.value)
                 self._param_ptrs[i] = ctypes.addressof(self._scalars[i])
+        self._caller_scalars = [(i, p.arg) for i, p in enumerate(spec.params)
+                                if p.kind == "scalar" and p.arg >= 0]
 
     def _launch_config(self):
         spec, cfg = self.spec, cu.CUlaunchConfig()
@@ -110,9 +125,12 @@ class Kernel:
     def check_args(self, args) -> None:
         spec = self.spec
         if len(args) != len(spec.args):
-            raise LaunchError(f"{spec.symbol} takes {len(spec.args)} buffers "
+            raise LaunchError(f"{spec.symbol} takes {len(spec.args)} arguments "
                               f"({', '.join(a.name for a in spec.args)}), got {len(args)}")
         for a, want in zip(args, spec.args):
+            if want.kind == "scalar":
+                _check_scalar(spec.symbol, want, a)
+                continue
             if isinstance(a, int):
                 continue
             shape, dtype = tuple(a.shape), str(a.dtype).removeprefix("torch.")
@@ -151,6 +169,8 @@ class Kernel:
                 self._values[i] = ptrs[p.arg] + p.offset
             elif p.kind == "tensormap":
                 self._param_ptrs[i] = maps[p.index].getPtr()
+        for i, arg in self._caller_scalars:
+            self._scalars[i].value = args[arg]
         self._config.hStream = cu.CUstream(_stream_handle(stream, args))
         _check(cu.cuLaunchKernelEx(self._config, self._func, ctypes.addressof(self._param_ptrs), 0),
                f"launching {self.spec.symbol}")

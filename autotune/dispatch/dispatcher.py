@@ -33,8 +33,20 @@ class Route:
     launch: Callable
 
 
+def with_scalars(kernel: Callable, scalars: list) -> Callable:
+    """`kernel` with the config's runtime-knob values appended to every launch's buffers."""
+    if not scalars:
+        return kernel
+
+    def launch(*buffers, **kwargs):
+        return kernel(*buffers, *scalars, **kwargs)
+
+    return launch
+
+
 class KernelProvider:
-    """Kernels for (problem, config): in memory, else from the artifact index, else built."""
+    """Kernels for (problem, config): in memory, else from the artifact index, else built.
+    Configs that differ only in runtime knobs share one binary, loaded once."""
 
     def __init__(self, space: SearchSpace, index: ArtifactIndex | None,
                  load_kernel: Callable[[Path], Callable], build: Callable | None = None):
@@ -43,16 +55,17 @@ class KernelProvider:
         self.kernels: dict[tuple[str, str], Callable] = {}
 
     def get(self, problem: Problem, config: Config):
-        key = (problem.key, config_id(config))
+        compiled = self.space.compile_config(config)
+        key = (problem.key, config_id(compiled))
         kernel = self.kernels.get(key)
         if kernel is None:
-            path = self.index.lookup(self.space.name, problem, config) if self.index else None
+            path = self.index.lookup(self.space.name, problem, compiled) if self.index else None
             if path is None and self.build is not None:
-                path = self.build(self.space, problem, config, self.index)
+                path = self.build(self.space, problem, compiled, self.index)
             if path is None:
                 return None
             kernel = self.kernels[key] = self.load_kernel(path)
-        return kernel
+        return with_scalars(kernel, self.space.launch_scalars(config))
 
 
 def is_legal(space: SearchSpace, config: Config, problem: Problem) -> bool | None:

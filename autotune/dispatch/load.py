@@ -44,6 +44,8 @@ def tvm_available() -> bool:
 
 def build_with_tirx(space: SearchSpace, problem: Problem, config: Config,
                     index: ArtifactIndex | None) -> Path:
+    """Compile and index the binary of `config`, a compile config (SearchSpace.compile_config):
+    runtime knobs are launch arguments, not part of the binary."""
     import tirx
 
     artifact = tirx.build(space.build(config, problem), arch=space.arch)

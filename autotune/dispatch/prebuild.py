@@ -37,15 +37,16 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
             choices = selector.choices(problem)
             chosen = next((c for c in choices if is_legal(space, c.config, problem)), None)
             for choice in filter(None, (chosen, choices[-1])):  # the pick, and the default
-                wanted[(problem.key, config_id(choice.config))] = (problem, choice)
+                compiled = space.compile_config(choice.config)  # one binary per compile class
+                wanted[(problem.key, config_id(compiled))] = (problem, choice, compiled)
     failures = 0
-    for n, (problem, choice) in enumerate(wanted.values(), 1):
-        tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(choice.config)}"
-        if index.lookup(space.name, problem, choice.config) is not None:
+    for n, (problem, choice, compiled) in enumerate(wanted.values(), 1):
+        tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(compiled)}"
+        if index.lookup(space.name, problem, compiled) is not None:
             log(f"{tag}: present")
             continue
         try:
-            build(space, problem, choice.config, index)
+            build(space, problem, compiled, index)
             log(f"{tag}: built")
         except Exception as exc:  # report and go on: the dispatcher falls back for this shape
             failures += 1

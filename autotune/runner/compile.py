@@ -23,7 +23,8 @@ def compile_with_tirx(space: SearchSpace, config: Config, problem: Problem,
     resource-checked before NVRTC and again on the ptxas report (tirx.ResourceLimitError)."""
     import tirx  # needs TVM: imported only where candidates are compiled
 
-    artifact = tirx.build(space.build(config, problem), arch=space.arch, cache_dir=cache_dir)
+    artifact = tirx.build(space.build(space.compile_config(config), problem), arch=space.arch,
+                          cache_dir=cache_dir)
     res = artifact.resources
     resources = {**dataclasses.asdict(res), "smem_bytes": res.smem_bytes,
                  "spill_bytes": res.spill_bytes}
@@ -57,6 +58,32 @@ def compile_candidate(compiler: Compiler, candidate: Candidate, cache_dir: str |
         compiled.files = {str(p.relative_to(root)): p.read_bytes()
                           for p in root.rglob("*") if p.is_file()}
     return compiled
+
+
+class CompileMemo:
+    """Finished compiles by (space, problem, compile key): a candidate that differs from a
+    compiled one only in runtime knobs reuses its outcome (binary, or failure) without building
+    again. Bounded: outcomes may carry an artifact's bytes."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self._outcomes: dict[tuple, Compiled | Result] = {}
+
+    @staticmethod
+    def _key(candidate: Candidate) -> tuple:
+        space = candidate.space
+        return space.name, candidate.problem.key, space.compile_key(candidate.config)
+
+    def get(self, candidate: Candidate) -> Compiled | Result | None:
+        outcome = self._outcomes.get(self._key(candidate))
+        if isinstance(outcome, Result):
+            return dataclasses.replace(outcome, tag=candidate.tag)
+        return None if outcome is None else dataclasses.replace(outcome, compile_s=0.0)
+
+    def put(self, candidate: Candidate, outcome: Compiled | Result) -> None:
+        if len(self._outcomes) >= self.size:
+            del self._outcomes[next(iter(self._outcomes))]  # the oldest
+        self._outcomes[self._key(candidate)] = outcome
 
 
 def unpack(compiled: Compiled, into: str) -> Compiled:

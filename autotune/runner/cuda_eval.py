@@ -53,8 +53,9 @@ class CudaEvaluator(Evaluator):
             references = space.reference(problem, inputs)
             outputs = [inputs[i] for i in out_idx]
             poison(outputs)
+            scalars = space.launch_scalars(job.candidate.config)  # runtime knobs, after tensors
             stream = torch.cuda.current_stream()
-            kernel(*inputs, stream=stream.cuda_stream)
+            kernel(*inputs, *scalars, stream=stream.cuda_stream)
             stream.synchronize()
             errors, problem_text = check_outputs(outputs, references, space.tolerance(problem))
             if problem_text:
@@ -67,8 +68,8 @@ class CudaEvaluator(Evaluator):
             n_sets = input_sets_needed(set_bytes, l2, self.l2_factor, self.max_input_sets)
             sets = [inputs] + [[t.clone() if hasattr(t, "clone") else t for t in inputs]
                                for _ in range(n_sets - 1)]
-            timing = time_launches(lambda i: kernel(*sets[i], stream=stream.cuda_stream), n_sets,
-                                   warmup_ms=self.warmup_ms, rounds=self.rounds,
+            timing = time_launches(lambda i: kernel(*sets[i], *scalars, stream=stream.cuda_stream),
+                                   n_sets, warmup_ms=self.warmup_ms, rounds=self.rounds,
                                    min_round_ms=self.min_round_ms)
             return Result(tag, timing=timing, rel_errors=errors, resources=compiled.resources)
         except Exception as exc:

@@ -14,7 +14,7 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 
 from .base import Candidate, Cause, Compiled, Evaluator, Job, Result, Runner
-from .compile import Compiler, compile_candidate, compile_with_tirx
+from .compile import CompileMemo, Compiler, compile_candidate, compile_with_tirx
 from .worker import WorkerProcess
 
 
@@ -33,6 +33,7 @@ class _CompilePipeline(Runner):
         self._compiling: dict[cf.Future, Candidate] = {}
         self._retried: set = set()  # tags resubmitted once after the compile pool broke
         self._done: list[Result] = []
+        self._memo = CompileMemo()
 
     def _new_pool(self):
         # 0 workers: compile inline in this process (cheap stub compilers, tests).
@@ -42,8 +43,12 @@ class _CompilePipeline(Runner):
                                       mp_context=multiprocessing.get_context("spawn"))
 
     def submit(self, candidate: Candidate) -> None:
+        known = self._memo.get(candidate)
+        if known is not None:  # same binary as a finished compile (runtime knobs differ)
+            self._compiled(candidate, known)
+            return
         if self._pool is None:
-            self._compiled(candidate, compile_candidate(self.compiler, candidate, self.cache_dir))
+            self._finish(candidate, compile_candidate(self.compiler, candidate, self.cache_dir))
             return
         future = self._pool.submit(compile_candidate, self.compiler, candidate, self.cache_dir)
         self._compiling[future] = candidate
@@ -60,7 +65,7 @@ class _CompilePipeline(Runner):
             except BrokenProcessPool:
                 broken.append(candidate)
                 continue
-            self._compiled(candidate, outcome)
+            self._finish(candidate, outcome)
         if broken:
             # A compiler process died (e.g. a segfault in lowering). Every compile in the pool
             # fails with it, so retry each once in a fresh pool; a second death is the culprit's.
@@ -75,6 +80,10 @@ class _CompilePipeline(Runner):
                 else:
                     self._retried.add(candidate.tag)
                     self.submit(candidate)
+
+    def _finish(self, candidate: Candidate, outcome: Compiled | Result) -> None:
+        self._memo.put(candidate, outcome)
+        self._compiled(candidate, outcome)
 
     def _compiled(self, candidate: Candidate, outcome: Compiled | Result) -> None:
         raise NotImplementedError

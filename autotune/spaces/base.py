@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import json
 from typing import Any, ClassVar, Mapping
 
 Config = dict[str, Any]
@@ -54,6 +55,9 @@ class SearchSpace(abc.ABC):
     arch: ClassVar[str]  # "sm_90a" or "sm_100a"
     # Shapes tuned when the command line names none, in parse_problem's syntax.
     default_shapes: ClassVar[tuple[str, ...]] = ()
+    # Knobs the kernel takes at launch, as scalar parameters after make_inputs' tensors (in this
+    # order), instead of compiled in: configs that differ only in them share one binary.
+    runtime_knobs: ClassVar[tuple[str, ...]] = ()
 
     # -- the space ------------------------------------------------------------------------
     @abc.abstractmethod
@@ -91,7 +95,23 @@ class SearchSpace(abc.ABC):
     # -- building and checking ------------------------------------------------------------
     @abc.abstractmethod
     def build(self, config: Config, problem: Problem):
-        """Return the TIRx PrimFunc for (config, problem). Called only for legal configs."""
+        """Return the TIRx PrimFunc for (config, problem). Called only for legal configs.
+
+        Its parameters are make_inputs' tensors, then one scalar per runtime knob; it must not
+        depend on the runtime knobs' values (callers may pass the compile_config)."""
+
+    # -- runtime knobs --------------------------------------------------------------------
+    def compile_config(self, config: Config) -> Config:
+        """The config minus its runtime knobs: all that the compiled kernel depends on."""
+        return {k: v for k, v in config.items() if k not in self.runtime_knobs}
+
+    def compile_key(self, config: Config) -> str:
+        """Identity of a config's binary (for one problem): equal keys, one compile."""
+        return json.dumps(self.compile_config(config), sort_keys=True)
+
+    def launch_scalars(self, config: Config) -> list:
+        """What a launch passes after make_inputs' tensors: the runtime knobs' values."""
+        return [config[k] for k in self.runtime_knobs]
 
     @abc.abstractmethod
     def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:

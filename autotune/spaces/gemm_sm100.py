@@ -1,14 +1,14 @@
 """Search space of the Blackwell GEMM template (kernels/gemm/sm100.py): D = A @ B^T, sm_100a.
 
-Knobs (GemmConfig fields): blk_n (B rows per CTA per stage; MMA N = blk_n * cta_group), blk_k,
-stages (A/B ring depth), epi_n (epilogue chunk = TMA store width), epi_ld (tcgen05.ld width),
-epi_stages (store buffers per epilogue warpgroup), cta_group (1, or 2 for the paired 2-CTA
-MMA), consumers (MMA consumers sharing the staged B tile), multicast (cta_group 1: 2-CTA
-cluster sharing B through TMA multicast), group_m (raster group of the persistent scheduler).
+Knobs (GemmConfig fields, and group_m): blk_n (B rows per CTA per stage; MMA N = blk_n *
+cta_group), blk_k, stages (A/B ring depth), epi_n (epilogue chunk = TMA store width), epi_ld
+(tcgen05.ld width), epi_stages (store buffers per epilogue warpgroup), cta_group (1, or 2 for the
+paired 2-CTA MMA), consumers (MMA consumers sharing the staged B tile), multicast (cta_group 1:
+2-CTA cluster sharing B through TMA multicast), group_m (raster group of the persistent
+scheduler: a runtime knob, passed at launch, so its 5 values share one compiled kernel).
 
 Legality rules (kernels.gemm.sm100.config_violations; each broken rule is named):
-- shape: fp16/bf16; N and K multiples of 8 (TMA's 16-byte strides); any M >= 2 (M=1 is
-  refused: TIRx's tma_auto cannot map a single-row operand);
+- shape: fp16/bf16; N and K multiples of 8 (TMA's 16-byte strides); any M >= 1;
 - TMEM: consumers * blk_n * cta_group <= 512 fp32 columns;
 - shared memory: 1024 + stages*(consumers*128 + blk_n)*blk_k*2 + consumers*epi_stages*128*epi_n*2
   <= 232448 B (TIRx does not check this itself);
@@ -16,7 +16,7 @@ Legality rules (kernels.gemm.sm100.config_violations; each broken rule is named)
   [32, 256] (M=256, cta_group 2);
 - epilogue: epi_n in {16,32,64,128} dividing MMA N, epi_stages dividing the chunk count;
   tcgen05.ld width epi_ld in {16,32,64} <= epi_n (128-column loads spilled);
-- TMA slabs: blk_k=128 needs K % 64 == 0, epi_n=128 needs N % 64 == 0;
+- TMA slabs: blk_k=128 needs K % 64 == 0 (B's 3-D tensor map);
 - multicast only with cta_group 1, on halves of blk_n that are multiples of 8.
 
 Not in the space (not implemented): a double-buffered accumulator (the TIRx-kernels GEMM's
@@ -77,11 +77,14 @@ BOOK_STEP9 = dict(blk_n=128, blk_k=64, stages=4, epi_n=64, epi_ld=64, epi_stages
 SUITE = ("1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192")
 
 
+RUNTIME_KNOBS = ("group_m",)  # the kernel's scalar parameter, after A, B, D
+
+
 def kernel_config(config: Config):
-    """The template's GemmConfig for a space config."""
+    """The template's GemmConfig (its compile-time knobs) for a space config."""
     from kernels.gemm.sm100 import GemmConfig
 
-    return GemmConfig(**config)
+    return GemmConfig(**{k: v for k, v in config.items() if k not in RUNTIME_KNOBS})
 
 
 class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
@@ -89,6 +92,7 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
     kernel = "gemm"
     arch = "sm_100a"
     default_shapes = SUITE
+    runtime_knobs = RUNTIME_KNOBS
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -110,6 +114,11 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
             config = dict(zip(values, combo))
             if not self.violations(config, problem):
                 yield config
+
+    def compile_classes(self, problem: Problem) -> list[Config]:
+        """One compile config per distinct binary among the legal configs, in their order."""
+        classes = {self.compile_key(c): self.compile_config(c) for c in self.legal_configs(problem)}
+        return list(classes.values())
 
     def default_source(self, problem: Problem) -> str:
         """Where default_config's values come from, for reports."""
@@ -138,9 +147,8 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
             if size < 8 or size % 8:
                 raise ValueError(f"GEMM {text}: {name}={size} must be a positive multiple of 8 "
                                  "(TMA needs 16-byte row strides)")
-        if M < 2:
-            raise ValueError(f"GEMM {text}: M must be >= 2 (TIRx's tma_auto cannot map a "
-                             "single-row operand)")
+        if M < 1:
+            raise ValueError(f"GEMM {text}: M must be >= 1")
         return Problem.of(dtype, M=M, N=N, K=K)
 
     # -- building and checking ------------------------------------------------------------
@@ -162,7 +170,7 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
         tirx.numsim.Verdict, skipped with the reason when NumSim cannot run here."""
         from kernels.gemm._sm100_numsim import validate
 
-        return validate(kernel_config(config), dtype, seed)
+        return validate(kernel_config(config), config["group_m"], dtype, seed)
 
     # -- identity -------------------------------------------------------------------------
     def template_files(self) -> list[str]:

@@ -129,6 +129,15 @@ class SpaceConformance:
             assert self.space.violations(default, problem) == [], (
                 f"default config is illegal for {problem.key}")
 
+    def test_runtime_knobs_are_knobs(self):
+        runtime = self.space.runtime_knobs
+        for problem in self.problems():
+            missing = set(runtime) - set(self.space.parameters(problem))
+            assert not missing, f"runtime knobs {sorted(missing)} are not parameters"
+            default = self.space.default_config(problem)
+            assert len(self.space.launch_scalars(default)) == len(runtime)
+            assert not set(runtime) & set(self.space.compile_config(default))
+
     def test_violations_are_reasons(self):
         for problem in self.problems():
             legal = illegal = 0

@@ -26,7 +26,7 @@ def _swizzle_for_row(row_bytes: int) -> SwizzleMode:
     return SwizzleMode.SWIZZLE_32B_ATOM
 
 
-def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
+def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict, fixed_group_m=None):
     ab_type = tvm.DataType(dtype)
     acc_type = tvm.DataType("float32")
     ELEM_BYTES = 2
@@ -39,6 +39,8 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
     MMA_N = cfg.mma_n
     EPI_N, EPI_STAGES, EPI_LD = cfg.epi_n, cfg.epi_stages, cfg.epi_ld
     EPI_CHUNKS = MMA_N // EPI_N
+    EPI_SLAB = min(EPI_N, 64)  # a TMA box row is at most one 128-byte swizzle atom
+    EPI_SLABS = EPI_N // EPI_SLAB
     K_TILES = (K + BLK_K - 1) // BLK_K
     NUM_CTAS = launch["ctas"]
     NUM_CLUSTERS = launch["clusters"]
@@ -63,6 +65,7 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
         A: T.Buffer((M, K), ab_type),
         B: T.Buffer((N, K), ab_type),
         D: T.Buffer((M, N), ab_type),
+        group_m: T.int32,
     ):
         T.device_entry()
         bx = T.cta_id([NUM_CTAS])
@@ -115,9 +118,12 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
         tmem = T.decl_buffer((128, TMEM_COLUMNS), acc_type, scope="tmem", allocated_addr=0,
                              layout=TileLayout(S[(128, TMEM_COLUMNS) : (1@TLane, 1@TCol)]))
 
+        # The raster group is the launch argument (one binary serves every group_m), clamped:
+        # a group of 0 would divide by zero in the tile-index math.
         sched = ClusterPersistentScheduler2D(
             "ts", num_m_tiles=NUM_M_TILES, num_n_tiles=NUM_N_TILES,
-            l2_group_size=cfg.group_m, num_clusters=NUM_CLUSTERS)
+            l2_group_size=T.max(group_m, 1) if fixed_group_m is None else fixed_group_m,
+            num_clusters=NUM_CLUSTERS)
         sched.init(bx // CLUSTER)
         m_idx = T.meta_var(sched.m_idx)
         n_idx = T.meta_var(sched.n_idx)
@@ -141,10 +147,13 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                             k0 = T.meta_var(kt * BLK_K)
                             for c in T.unroll(CONSUMERS):
                                 a_row = T.meta_var(((m_idx * CONSUMERS + c) * CLUSTER + cbx) * BLK_M)
-                                Tx.copy_async(Asmem[tma_ps.stage, c, :, :],
-                                              A[a_row:a_row + BLK_M, k0:k0 + BLK_K],
-                                              dispatch="tma_auto", cta_group=CG,
-                                              mbar=tma2mma_bar.ptr_to([tma_ps.stage]))
+                                # Explicit boxes, one per 128-byte swizzle slab: tma_auto cannot
+                                # map A when M is 1 (it squeezes the row dimension away).
+                                for ks in T.unroll(BLK_K // 64):
+                                    Tx.copy_async(Asmem[tma_ps.stage, c, :, ks * 64:ks * 64 + 64],
+                                                  A[a_row:a_row + BLK_M, k0 + ks * 64:k0 + ks * 64 + 64],
+                                                  dispatch="tma_explicit", cta_group=CG,
+                                                  mbar=tma2mma_bar.ptr_to([tma_ps.stage]))
                             b_row = T.meta_var(n_idx * MMA_N + cbx * B_ROWS)
                             if MULTICAST:
                                 # Half the rows of a stage are contiguous only within one
@@ -239,8 +248,11 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict):
                     if warp_id == 0:
                         if lane_id == 0:
                             d_col = T.meta_var(n_idx * MMA_N + i * EPI_N)
-                            Tx.copy_async(D[d_row:d_row + BLK_M, d_col:d_col + EPI_N],
-                                          Dsmem[epi_c, buf, :, :], dispatch="tma_auto")
+                            for js in T.unroll(EPI_SLABS):  # explicit boxes, as for A
+                                c0 = T.meta_var(js * EPI_SLAB)
+                                Tx.copy_async(D[d_row:d_row + BLK_M, d_col + c0:d_col + c0 + EPI_SLAB],
+                                              Dsmem[epi_c, buf, :, c0:c0 + EPI_SLAB],
+                                              dispatch="tma_explicit")
                             T.ptx.cp.async_.bulk.commit_group()
                 sched.next_tile()
             if warp_id == 0:

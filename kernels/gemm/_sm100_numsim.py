@@ -12,6 +12,7 @@ the A/B ring wraps, and the M tail is zero-filled on load and clipped on store.
 from __future__ import annotations
 
 import numpy as np
+import tvm
 
 from tirx import numsim
 
@@ -41,9 +42,10 @@ def _poisoned_output(shape, dtype):
     return np.full(shape, np.nan, dtype=np.float16)
 
 
-def validate(cfg: GemmConfig, dtype: str = "bfloat16", seed: int = 0,
+def validate(cfg: GemmConfig, group_m: int, dtype: str = "bfloat16", seed: int = 0,
              cache_dir: str | None = None) -> numsim.Verdict:
-    """Simulate `cfg` (a legal config) and compare; a skipped Verdict when NumSim can't run."""
+    """Simulate `cfg` (a legal config) launched with `group_m` and compare; a skipped Verdict
+    when NumSim can't run."""
     reason = numsim.unavailable_reason()
     if reason is not None:
         return numsim.Verdict(skipped=reason)
@@ -52,7 +54,9 @@ def validate(cfg: GemmConfig, dtype: str = "bfloat16", seed: int = 0,
     a, a_val = _operand(rng, (M, K), dtype)
     b, b_val = _operand(rng, (N, K), dtype)
     d = _poisoned_output((M, N), dtype)
-    prim_func = build(cfg, M, N, K, dtype, sm_count=2 * cfg.cluster)
+    prim_func = build(cfg, M, N, K, dtype, sm_count=2 * cfg.cluster, fixed_group_m=group_m)
+    # NumSim binds buffers only: drop the (unused) launch argument from the signature.
+    prim_func = prim_func.specialize({prim_func.params[3]: tvm.tirx.IntImm("int32", group_m)})
     out = numsim.simulate(prim_func, {"A": a, "B": b, "D": d}, outputs=["D"], cache_dir=cache_dir)
     expected = a_val.astype(np.float64) @ b_val.astype(np.float64).T
     return numsim.Verdict(error=numsim.relative_error(out["D"], expected),
@@ -60,12 +64,13 @@ def validate(cfg: GemmConfig, dtype: str = "bfloat16", seed: int = 0,
 
 
 def main() -> int:
-    from autotune.spaces.gemm_sm100 import GemmSm100Space
+    from autotune.spaces.gemm_sm100 import GemmSm100Space, kernel_config
 
     space = GemmSm100Space()
     failed = 0
     for problem in space.default_problems():
-        verdict = validate(GemmConfig(**space.default_config(problem)))
+        config = space.default_config(problem)
+        verdict = validate(kernel_config(config), config["group_m"])
         print(f"{problem.key}: default config: {verdict}")
         if verdict.skipped is not None:
             return 0

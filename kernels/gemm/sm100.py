@@ -8,7 +8,8 @@ Blackwell GEMM ("Modern GPU Programming for MLSys", chapters gemm_async and gemm
 - epilogue: TMEM -> registers (`epi_n`-column chunks, `epi_ld` columns per tcgen05.ld) ->
   shared (`epi_stages` buffers) -> TMA store, overlapping one chunk's store with the next's
   staging; the accumulator is released to the MMA as soon as its last chunk is read;
-- persistent tile scheduler over clusters (group-major raster, `group_m` rows per group);
+- persistent tile scheduler over clusters (group-major raster, `group_m` rows per group,
+  a launch argument: the kernel's fourth parameter, int32, so one binary serves every group);
 - warp specialization: warpgroup `consumers` holds the TMA producer (warp 3) and the MMA
   issuers (warps 0..consumers-1); warpgroups 0..consumers-1 are the epilogues; setmaxnreg
   moves registers from the producer/MMA warpgroup to the epilogue warpgroups;
@@ -18,7 +19,7 @@ Blackwell GEMM ("Modern GPU Programming for MLSys", chapters gemm_async and gemm
   loading half of it and multicasting that half into both CTAs' shared memory;
 - `consumers` MMA consumers (1 or 2) read different A rows and share the staged B tile.
 
-M may be any size >= 2 (TMA zero-fills out-of-range loads and clips out-of-range stores); N and K
+M may be any size >= 1 (TMA zero-fills out-of-range loads and clips out-of-range stores); N and K
 must be multiples of 8 (TMA needs 16-byte global strides); K tails are zero-filled too.
 Legality of a config against the hardware is checked by `config_violations`, before anything
 is compiled; `build` assumes a legal config.
@@ -43,7 +44,8 @@ B200_SMS = 148
 
 @dataclasses.dataclass(frozen=True)
 class GemmConfig:
-    """The template's knobs. See the module docstring for what each one changes."""
+    """The template's compile-time knobs. See the module docstring for what each one changes;
+    `group_m` is not here: it is passed at launch."""
 
     blk_n: int = 128  # rows of B staged per CTA per stage (MMA N = blk_n * cta_group)
     blk_k: int = 64  # K extent of one stage
@@ -54,7 +56,6 @@ class GemmConfig:
     cta_group: int = 2  # 1: one-CTA MMA; 2: paired MMA over a 2-CTA cluster
     consumers: int = 2  # MMA consumers sharing one staged B tile
     multicast: bool = False  # cta_group=1 only: 2-CTA cluster along M multicasting B
-    group_m: int = 8  # cluster-tile rows per raster group (L2 locality)
 
     @property
     def cluster(self) -> int:
@@ -105,9 +106,8 @@ def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> li
     out = []
     if dtype not in DTYPES:
         out.append(f"dtype {dtype} is not supported (fp16/bf16 inputs only)")
-    if M < 2:
-        # tma_auto squeezes a size-1 row dimension and is left with a 2-byte stride it can't map
-        out.append(f"M={M}: M must be >= 2 (TIRx's tma_auto cannot map a single-row operand)")
+    if M < 1:
+        out.append(f"M={M} must be >= 1")
     for name, size in (("N", N), ("K", K)):
         if size < 8 or size % 8:
             out.append(f"{name}={size} must be a positive multiple of 8 (TMA needs 16-byte strides)")
@@ -154,16 +154,12 @@ def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> li
         out.append(f"epi_ld={cfg.epi_ld} must be 16, 32 or 64 (tcgen05.ld columns that fit the register budget)")
     elif cfg.epi_ld > cfg.epi_n:
         out.append(f"epi_ld={cfg.epi_ld} must not exceed epi_n={cfg.epi_n} (a load fills part of one chunk)")
-    # tma_auto moves a 128-element row of 16-bit data as two 64-element slabs through a 3-D tensor
-    # map, which needs the global extent to split evenly into slabs.
+    # B's tma_auto load moves a 128-element row of 16-bit data as two 64-element slabs through a
+    # 3-D tensor map, which needs the global extent to split evenly into slabs.
     if cfg.blk_k == 128 and K % 64:
         out.append(f"blk_k=128 needs K % 64 == 0 (TMA splits K into 64-element slabs); K={K}")
-    if cfg.epi_n == 128 and N % 64:
-        out.append(f"epi_n=128 needs N % 64 == 0 (TMA stores 64-column slabs); N={N}")
     if cfg.epi_stages not in (1, 2):
         out.append(f"epi_stages={cfg.epi_stages} must be 1 or 2")
-    if cfg.group_m < 1:
-        out.append(f"group_m={cfg.group_m} must be >= 1")
     if cfg.smem_bytes > SMEM_LIMIT:
         out.append(
             f"shared memory {cfg.smem_bytes} B (1024 + stages*(consumers*128+blk_n)*blk_k*2 + "
@@ -182,8 +178,12 @@ def launch_shape(cfg: GemmConfig, M: int, N: int, sm_count: int = B200_SMS) -> d
 
 
 def build(cfg: GemmConfig, M: int, N: int, K: int, dtype: str = "bfloat16",
-          sm_count: int = B200_SMS):
-    """The TIRx PrimFunc for one legal config and problem."""
+          sm_count: int = B200_SMS, fixed_group_m: int | None = None):
+    """The TIRx PrimFunc for one legal config and problem: gemm(A, B, D, group_m).
+
+    `fixed_group_m` compiles the raster group in and leaves the group_m parameter unused, for
+    an executor that binds buffers only (NumSim; specialize the parameter away). Substituting
+    a constant into the launch-argument kernel instead makes TVM fold a guarded `x % 0`."""
     from ._sm100_kernel import make_kernel
 
-    return make_kernel(cfg, M, N, K, dtype, launch_shape(cfg, M, N, sm_count))
+    return make_kernel(cfg, M, N, K, dtype, launch_shape(cfg, M, N, sm_count), fixed_group_m)
