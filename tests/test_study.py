@@ -62,6 +62,8 @@ def test_default_first_illegal_pruned_duplicates_served(storage):
     illegal = [t for t in trials if t.user_attrs.get("outcome") == "illegal"]
     assert illegal and all(t.state == TrialState.PRUNED and "exceeds" in t.user_attrs["message"]
                            for t in illegal)
+    # The budget counts configs tried, not proposals refused before compiling.
+    assert summary.finished == len(trials) - len(illegal) == 60
     measured = [_key(c) for c in runner.measured]
     assert not any(SPACE.violations(c, PROBLEM) for c in runner.measured)  # never reached a GPU
     assert len(measured) == len(set(measured)) == summary.measured  # nothing measured twice
@@ -70,6 +72,18 @@ def test_default_first_illegal_pruned_duplicates_served(storage):
     for t in duplicates:
         original = trials[t.user_attrs["duplicate_of"]]
         assert (t.params, t.state, t.value) == (original.params, original.state, original.value)
+
+
+def test_a_mostly_illegal_sampler_stops(storage, monkeypatch):
+    import autotune.study.driver as driver
+
+    monkeypatch.setattr(driver, "ILLEGAL_PER_TRIAL", 2)
+    skinny = SPACE.parse_problem("16x48x32")  # every block_m but 16 is illegal
+    runner = SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(skinny)), 1, 0.0)
+    summary = tune_problem(SPACE, skinny, runner, storage=storage, trials=10,
+                           sampler=make_sampler("random", seed=0), retime_best=False)
+    illegal = [t for t in summary.study.get_trials() if t.user_attrs.get("outcome") == "illegal"]
+    assert len(illegal) == 2 * 10 and summary.finished < 10
 
 
 def test_new_best_is_retimed(storage):

@@ -1,7 +1,9 @@
 """The tuning driver: Optuna ask/tell in one process, candidates evaluated by a Runner.
 
 Per problem (shape), one Optuna study. The hand-tuned default is enqueued first; illegal configs
-are told PRUNED with their reasons and never reach a runner; a config already finished in the
+are told PRUNED with their reasons and never reach a runner, nor count toward the trial budget
+(a sampler over independent knobs proposes many: the budget is of configs actually tried, up to
+ILLEGAL_PER_TRIAL illegal proposals per trial); a config already finished in the
 study is served from it, and one already in flight waits for that measurement; a config that
 would become the best so far is timed a second time before it is told. Every trial's outcome is
 in its user attrs ("outcome", "cause", "message", timing, resources)."""
@@ -22,6 +24,7 @@ from ..runner.base import Candidate, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
 
 OK, COMPILED, ILLEGAL = "ok", "compiled", "illegal"
+ILLEGAL_PER_TRIAL = 50
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
@@ -34,7 +37,7 @@ def study_name(space: SearchSpace, problem: Problem, timed: bool = True) -> str:
 class StudySummary:
     problem: Problem
     study: optuna.Study
-    finished: int  # trials finished in the study (this session and earlier ones)
+    finished: int  # legal trials finished in the study (this session and earlier ones)
     measured: int  # candidates this session sent to the runner (retimes excluded)
     outcomes: collections.Counter  # this session's trials by outcome
     best: FrozenTrial | None
@@ -88,6 +91,7 @@ class _ProblemDriver:
         self.outcomes: collections.Counter = collections.Counter()
         self.best_ms = math.inf
         self.exhausted = False
+        self.illegal = 0  # proposals refused this session
         self.finished = self._load_finished()
         self.bar = None
         if progress:
@@ -102,6 +106,8 @@ class _ProblemDriver:
         for t in self.study.get_trials(deepcopy=False, states=_FINISHED):
             if "outcome" not in t.user_attrs:
                 continue  # e.g. failed by a heartbeat after a driver died: re-queued, not a result
+            if t.user_attrs["outcome"] == ILLEGAL:
+                continue
             finished += 1
             self.served.setdefault(_key(t.params), _Served(t.number, t.state, t.value, t.user_attrs))
             if t.state == TrialState.COMPLETE:
@@ -125,9 +131,12 @@ class _ProblemDriver:
                 raise
             self.exhausted = True
         self.open -= 1
-        self.finished += 1
         outcome = attrs.get("outcome", "")
         self.outcomes[outcome] += 1
+        if outcome == ILLEGAL:
+            self.illegal += 1
+            return
+        self.finished += 1
         if state == TrialState.COMPLETE:
             self.best_ms = min(self.best_ms, value)
         if self.bar is not None:
@@ -206,7 +215,8 @@ class _ProblemDriver:
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
         while (not self.exhausted and self.runner.in_flight < self.runner.slots
-               and self.finished + self.open < self.trials):
+               and self.finished + self.open < self.trials
+               and self.illegal < ILLEGAL_PER_TRIAL * self.trials):
             trial = self.study.ask(self.distributions)
             self.open += 1
             if self._heartbeat:
@@ -275,7 +285,8 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
                  trials: int = 50, sampler: optuna.samplers.BaseSampler | None = None,
                  retime_best: bool = True, progress: bool = False,
                  fixed: Config | None = None) -> StudySummary:
-    """Run (or resume) the study of one problem until it holds `trials` finished trials.
+    """Run (or resume) the study of one problem until it holds `trials` finished legal trials
+    (or the sampler has proposed ILLEGAL_PER_TRIAL * trials illegal configs this session).
 
     `fixed` must match the sampler's fixed parameters; it overrides the default config too."""
     study = open_study(space, problem, storage, sampler, runner.timed)
