@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import itertools
 import json
 from typing import Any, ClassVar, Mapping
 
@@ -167,3 +168,11 @@ class CategoricalKnobs:
         if unknown:
             out.append(f"unknown knobs {unknown}")
         return out
+
+    def legal_configs(self, problem: Problem):
+        """Every legal config, in a fixed order (the space is a finite product)."""
+        values = self.knob_values(problem)
+        for combo in itertools.product(*values.values()):
+            config = dict(zip(values, combo))
+            if not self.violations(config, problem):
+                yield config

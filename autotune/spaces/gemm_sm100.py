@@ -25,7 +25,6 @@ Not in the space (not implemented): a double-buffered accumulator (the TIRx-kern
 
 from __future__ import annotations
 
-import itertools
 import re
 from pathlib import Path
 
@@ -106,14 +105,6 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
         return config_violations(kernel_config(config), problem["M"], problem["N"],
                                  problem["K"], problem.dtype)
-
-    def legal_configs(self, problem: Problem):
-        """Every legal config, in a fixed order (the space is a finite product)."""
-        values = self.knob_values(problem)
-        for combo in itertools.product(*values.values()):
-            config = dict(zip(values, combo))
-            if not self.violations(config, problem):
-                yield config
 
     def compile_classes(self, problem: Problem) -> list[Config]:
         """One compile config per distinct binary among the legal configs, in their order."""

@@ -22,7 +22,6 @@ Not in the space (not implemented): stream-K, fp8, a ping-pong consumer schedule
 
 from __future__ import annotations
 
-import itertools
 import re
 from pathlib import Path
 
@@ -151,14 +150,6 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
         except ValueError as exc:
             return [str(exc)]
         return []
-
-    def legal_configs(self, problem: Problem):
-        """Every legal config, in a fixed order (the space is a finite product)."""
-        values = self.knob_values(problem)
-        for combo in itertools.product(*values.values()):
-            config = dict(zip(values, combo))
-            if not self.violations(config, problem):
-                yield config
 
     def default_config(self, problem: Problem) -> Config:
         """Hand-tuned per shape class; the reasoning:
