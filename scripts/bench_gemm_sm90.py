@@ -6,9 +6,9 @@ default, of the best config found, and of cuBLAS (torch.matmul) measured in the 
     python scripts/bench_gemm_sm90.py report OUT/gemm_sm90_bench.jsonl  # table again, anywhere
 
 Candidates per shape: the hand-tuned default, the tuned config from a config store (`--store`,
-the tuner's output: studies/configs/gemm_sm90/<gpu>.json), and hand-picked neighbours of the
-default (unless --no-neighbours). "Best" is the fastest of them in this run. Every candidate is
-validated (poisoned output, fresh inputs) before it is timed; timing is the median of triton's
+the tuner's output: studies/configs/gemm_sm90/<gpu>.json), and the space's seed configs,
+neighbours of the default (unless --no-neighbours). "Best" is the fastest of them in this run.
+Every candidate is validated (poisoned output, fresh inputs) before it is timed; timing is the median of triton's
 do_bench over input sets rotated past the L2.
 """
 
@@ -26,41 +26,8 @@ SPACE = jobs.SPACE
 
 
 def candidates(problem) -> list[dict]:
-    """The default first, then neighbours that change one or two decisions of it."""
-    base = SPACE.default_config(problem)
-    M = problem["M"]
-
-    def v(**kw):
-        return {**base, **kw}
-
-    one_tile = dict(persistent=False, epilogue="reg")  # what split-K needs
-    if M <= 128:  # skinny: bandwidth and tile count
-        bn = base["blk_n"]
-        tries = [v(blk_k=64), v(stages=6), v(blk_n=max(bn, 32)), v(persistent=True),
-                 v(consumers=2, stages=6), v(cluster="1x2"),
-                 v(swap_ab=False, blk_n=64, wg_m=64, consumers=1),
-                 v(swap_ab=False, blk_n=128, wg_m=64, consumers=1, epilogue="tma", stages=6),
-                 v(split_k=2), v(split_k=4), v(split_k=2, blk_k=64, stages=8),
-                 v(swap_ab=False, blk_n=64, wg_m=64, consumers=1, split_k=2),
-                 v(swap_ab=False, blk_n=128, wg_m=64, consumers=1, split_k=4)]
-    elif M <= 1024:
-        tries = [v(stages=4, epilogue="reg"), v(cluster="2x1"), v(cluster="1x2"),
-                 v(persistent=False), v(blk_n=256, stages=3, cluster="2x1"),
-                 v(blk_n=256, stages=4, epilogue="reg", cluster="2x1"),
-                 v(wg_m=128, consumers=1, stages=5), v(blk_k=128, stages=3),
-                 v(blk_n=192, stages=4), v(split_k=2, stages=6, **one_tile),
-                 v(blk_n=256, stages=4, split_k=2, **one_tile),
-                 v(blk_n=192, stages=4, split_k=2, **one_tile)]
-    else:
-        tries = [v(stages=4, epilogue="reg"), v(cluster="1x1"), v(cluster="1x2"),
-                 v(persistent=False), v(raster="n"), v(group=16),
-                 v(wg_m=128, blk_n=128, stages=3), v(wg_m=128, blk_n=128, stages=4, epilogue="reg"),
-                 v(stages=4, epilogue="reg", cluster="1x1")]
-    out = [base]
-    for c in tries:
-        if c not in out and not SPACE.violations(c, problem):
-            out.append(c)
-    return out
+    """The default first, then the space's seed configs (neighbours of the default)."""
+    return [SPACE.default_config(problem)] + SPACE.seed_configs(problem)
 
 
 def bench_jobs(shapes, store=None, neighbours=True) -> list[dict]:
@@ -107,12 +74,36 @@ def report(results: list[dict]) -> str:
                      f"{tf['best'] / cub:.3f} | {tf['default'] / tf['best']:.3f} | "
                      f"{best.get('tag')}: {cfg} |")
 
+    lines.append("\n" + _geomeans(ratios))
+    b2b = _b2b_ratios(by_shape)
+    if b2b["best"]:
+        lines.append("With the tuner's timer (back-to-back launches over the same rotated inputs, "
+                     "cuBLAS likewise): " + _geomeans(b2b))
+    return "\n".join(lines)
+
+
+def _geomeans(ratios: dict[str, list[float]]) -> str:
     def geomean(xs):
         return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan
 
-    lines.append("\n" + "; ".join(f"geomean {tag}/cuBLAS = {geomean(xs):.3f} over {len(xs)} shapes"
-                                  for tag, xs in ratios.items()))
-    return "\n".join(lines)
+    return "; ".join(f"geomean {tag}/cuBLAS = {geomean(xs):.3f} over {len(xs)} shapes"
+                     for tag, xs in ratios.items())
+
+
+def _b2b_ratios(by_shape: dict[str, list[dict]]) -> dict[str, list[float]]:
+    """default/tuned/best vs cuBLAS, all timed back to back (rows from runs that recorded it)."""
+    ratios: dict[str, list[float]] = {"default": [], "tuned": [], "best": []}
+    for rs in by_shape.values():
+        timed = [r for r in rs if r.get("ok") and r.get("b2b_ms")]
+        if not timed:
+            continue
+        vendor = timed[0]["cublas_b2b_ms"]
+        for tag in ("default", "tuned"):
+            ms = next((r["b2b_ms"] for r in timed if r.get("tag") == tag), None)
+            if ms:
+                ratios[tag].append(vendor / ms)
+        ratios["best"].append(vendor / min(r["b2b_ms"] for r in timed))
+    return ratios
 
 
 def main() -> None:
@@ -123,6 +114,7 @@ def main() -> None:
     b.add_argument("shapes", nargs="*", default=list(SPACE.default_shapes))
     b.add_argument("--store", type=Path, help="a config store: its tuned config per shape joins")
     b.add_argument("--no-neighbours", action="store_true", help="only the default (and tuned)")
+    b.add_argument("--procs", type=int, default=1, help="compile processes")
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
     r.add_argument("out", type=Path)
@@ -133,7 +125,8 @@ def main() -> None:
         from autotune.store import ConfigStore
 
         store = ConfigStore.read(args.store) if args.store else None
-        jobs.build_jobs(bench_jobs(args.shapes, store, not args.no_neighbours), args.dir)
+        jobs.build_jobs(bench_jobs(args.shapes, store, not args.no_neighbours), args.dir,
+                        args.procs)
     elif args.cmd == "run":
         args.out.mkdir(parents=True, exist_ok=True)
         info = jobs.device_info()

@@ -24,6 +24,8 @@ SHAPES = ("1x4096x4096", "16x6144x4096", "77x1024x1000", "128x4096x14336", "333x
           "1000x1024x4104", "2048x2048x2048", "4096x4096x4096")
 PER_SHAPE = 8
 SEED = 4
+FP16_SHAPES = ("77x1024x1000", "2048x2048x2048")  # fp16 inputs and output: a few configs each
+FP16_PER_SHAPE = 3
 
 
 def sample(shapes=SHAPES, per_shape=PER_SHAPE, seed=SEED) -> list[dict]:
@@ -46,6 +48,12 @@ def sample(shapes=SHAPES, per_shape=PER_SHAPE, seed=SEED) -> list[dict]:
                  "tag": "default" if i == 0 else f"s{i}"} for i, c in enumerate(picks)]
     if unseen:
         raise SystemExit(f"sample misses knob values {sorted(unseen, key=str)}")
+    for text in FP16_SHAPES:
+        problem = space.parse_problem(text, "float16")
+        legal = list(space.legal_configs(problem))
+        picks = [space.default_config(problem)] + rng.sample(legal, FP16_PER_SHAPE)
+        out += [{"problem": text, "dtype": "float16", "config": c, "time": False,
+                 "tag": f"fp16-{'default' if i == 0 else f's{i}'}"} for i, c in enumerate(picks)]
     return out
 
 
@@ -54,12 +62,13 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
     b.add_argument("dir", type=Path)
+    b.add_argument("--procs", type=int, default=1, help="compile processes")
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
     r.add_argument("out", type=Path)
     args = ap.parse_args()
     if args.cmd == "build":
-        jobs.build_jobs(sample(), args.dir)
+        jobs.build_jobs(sample(), args.dir, args.procs)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     info = jobs.device_info()

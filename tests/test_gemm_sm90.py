@@ -88,7 +88,8 @@ def test_every_split_k_rank_stores_whole_accumulator_pairs():
 
 def test_split_k_needs_a_k_tile_per_rank_and_counts_its_partials_in_smem():
     short_k = SPACE.parse_problem("128x4096x192")  # 3 K tiles of 64
-    config = {**SPACE.default_config(short_k), "split_k": 4}
+    config = {**SPACE.default_config(short_k), "split_k": 4, "persistent": False,
+              "epilogue": "reg"}
     assert any("split_k=4 > 3 K tiles" in v for v in SPACE.violations(config, short_k))
     assert SPACE.violations({**config, "split_k": 2}, short_k) == []
     # 2 consumers x 128 accumulators x 128 threads x 4 B = 128 KiB of partials over a 96 KiB ring
@@ -152,6 +153,7 @@ def _compile_and_check(problem, config, tmp_path):
     res = art.resources
     assert res.spill_bytes == 0 and res.stack_frame_bytes == 0, (problem.key, sorted(config.items()), res)
     assert res.smem_bytes <= 232448
+    assert res.dynamic_smem_bytes == smem_bytes(kernel_config(config))  # the plugin's formula
     for needle in ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier"):
         assert needle in art.source, needle
     c = kernel_config(config)
@@ -192,3 +194,25 @@ def test_default_is_legal_for_every_m(N, K):
     for M in [*range(1, 140), 255, 256, 512, 1000, 1024, 1025, 2048, 8192]:
         problem = space.parse_problem(f"{M}x{N}x{K}")
         assert space.violations(space.default_config(problem), problem) == [], (M, N, K)
+
+
+@pytest.mark.parametrize("shape", ["16x4096x4096", "77x1024x1000", "128x6144x4096",
+                                   "128x4096x4096", "512x4096x4096", "4096x4096x4096"])
+def test_seed_configs_are_legal_neighbours_of_the_default(shape):
+    problem = SPACE.parse_problem(shape)
+    default, seeds = SPACE.default_config(problem), SPACE.seed_configs(problem)
+    assert len(seeds) >= 5 and default not in seeds
+    assert len({tuple(sorted(c.items())) for c in seeds}) == len(seeds)
+    for config in seeds:
+        assert SPACE.violations(config, problem) == [], config
+
+
+@pytest.mark.parametrize("N, blk_n", [(6144, 48), (28672, 224), (1024, 16)])
+def test_skinny_default_fills_one_wave_unswapped_when_split_k_does_not_apply(N, blk_n):
+    problem = SPACE.parse_problem(f"128x{N}x4096")
+    config = SPACE.default_config(problem)
+    if 2 * -(-N // 64) <= 132:  # few tiles: split-K instead
+        assert config["split_k"] == 2 and config["swap_ab"]
+        return
+    assert (config["swap_ab"], config["blk_n"], config["epilogue"]) == (False, blk_n, "tma")
+    assert geometry(128, N, 4096, kernel_config(config)).total <= 132

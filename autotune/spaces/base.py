@@ -75,6 +75,11 @@ class SearchSpace(abc.ABC):
     def default_config(self, problem: Problem) -> Config:
         """The hand-tuned fallback for this problem. Always legal."""
 
+    def seed_configs(self, problem: Problem) -> list[Config]:
+        """Legal configs worth measuring early, after the default (e.g. its neighbours that
+        change one decision): a study enqueues them before its sampler proposes. Optional."""
+        return []
+
     # -- problems -------------------------------------------------------------------------
     @abc.abstractmethod
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:

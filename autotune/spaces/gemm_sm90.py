@@ -2,13 +2,14 @@
 
 Legality rules (checked before anything compiles; `violations` names each broken one):
 - shape: dtype bf16/fp16, N and K multiples of 8 (TMA needs 16-byte aligned row strides);
-- shared memory: 1024 + stages*(BLK_M + BLK_N)*BLK_K*2 (+ BLK_M*BLK_N*2 for the TMA-store
-  epilogue) <= 232448 B;
+- shared memory: 1024 + stages*(BLK_M + BLK_N)*BLK_K*2 (+ the TMA-store epilogue's staging:
+  consumers x 2 buffers x wg_m x one swizzle row of 64/32/16 columns x 2 B) <= 232448 B;
 - registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2) must fit the entry
   register cap 65536/threads next to ~40 registers of addressing: <= 128 with two consumers
   (384 threads, 168 registers), <= 192 with one (256 threads, 255 registers); <= 64 for two
   consumers of wg_m=128 with the register epilogue (measured: more spills);
-- wgmma: N = BLK_N in [8, 256], a multiple of 8 (16 when a 2x1 cluster multicasts halves);
+- wgmma: N = BLK_N in [16, 256], a multiple of 16 (wgmma takes 8; the accumulator fences,
+  epilogue chunks and 2x1 multicast halves take 16-column groups);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
 - swap-AB writes D^T through registers: it needs the register epilogue.
 - split-K (a cluster of split_k CTAs per tile, reduced through DSMEM): one tile per cluster
@@ -50,7 +51,7 @@ CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 KNOBS: dict[str, tuple] = {
     "wg_m": (64, 128),
     "consumers": (1, 2),
-    "blk_n": (16, 32, 64, 96, 128, 160, 192, 224, 256),
+    "blk_n": tuple(range(16, 257, 16)),
     "blk_k": (64, 128),
     "stages": (2, 3, 4, 5, 6, 7, 8),
     "cluster": tuple(CLUSTERS),
@@ -75,6 +76,13 @@ def kernel_config(config: Config):
     cm, cn = CLUSTERS[config["cluster"]]
     fields = {k: v for k, v in config.items() if k != "cluster"}
     return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
+
+
+def _one_wave_blk_n(n: int, row_tiles: int, sms: int = H100_SMS) -> int:
+    """The narrowest BLK_N (a multiple of 16, at most 256) whose row_tiles x N/BLK_N tiles fit
+    one wave of `sms` CTAs."""
+    per_row = max(1, sms // row_tiles)
+    return min(256, 16 * -(-n // (16 * per_row)))
 
 
 def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
@@ -105,7 +113,7 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
         if smem > SMEM_LIMIT:
             out.append(f"shared memory {smem} B > {SMEM_LIMIT} B "
                        f"({cfg.stages} stages of ({cfg.blk_m}+{cfg.blk_n})x{cfg.blk_k}"
-                       f"{' + the epilogue tile' if cfg.epilogue == 'tma' else ''})")
+                       f"{' + the epilogue staging' if cfg.epilogue == 'tma' else ''})")
         acc, cap = accumulator_regs(cfg), MAX_ACC_REGS[cfg.consumers]
         if acc > cap:
             out.append(f"{acc} accumulator registers per thread > {cap} with "
@@ -115,11 +123,10 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
             out.append(f"{acc} accumulators in two m64 atoms per thread with the register "
                        f"epilogue > {MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE} under the 168-register "
                        "cap of 384 threads: would spill (its per-atom store addressing)")
-        if not (8 <= cfg.blk_n <= 256 and cfg.blk_n % 8 == 0):
-            out.append(f"wgmma N={cfg.blk_n} outside [8, 256] or not a multiple of 8")
-        if cfg.cluster_m == 2 and cfg.blk_n % 16:
-            out.append(f"a 2x1 cluster multicasts BLK_N/2 rows: BLK_N={cfg.blk_n} must be a "
-                       "multiple of 16")
+        if not (16 <= cfg.blk_n <= 256 and cfg.blk_n % 16 == 0):
+            # wgmma takes multiples of 8; the template's accumulator fences and epilogue
+            # chunks (and a 2x1 cluster's multicast halves) take whole 16-column groups
+            out.append(f"BLK_N={cfg.blk_n} outside [16, 256] or not a multiple of 16")
         if cfg.swap_ab and cfg.epilogue != "reg":
             out.append("swap_ab writes D^T through registers: it needs epilogue='reg'")
         if cfg.split_k > 1:
@@ -158,16 +165,20 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
           64-row wgmma side and M becomes the narrow wgmma N (the smallest offered BLK_N >= M):
           N/64 CTAs stream B with the deepest BLK_K=128 ring that fits (8 stages up to M=48,
           7 at M=64), one consumer each.
-        - 64 < M <= 128: still skinny; swapped, BLK_N=128 covers M in one tile, 6 stages.
-          When the N/64 tiles fill at most half the SMs, split K in two (8 stages): twice the
-          CTAs stream B (H100, 128x4096x4096: 173 vs 141 TFLOP/s; 128x4096x14336: 250 vs 207).
+        - 64 < M <= 128: still skinny. When N/64 tiles fill at most half the SMs: swapped
+          (BLK_N=128 covers M) and K split in two (8 stages), so twice the CTAs stream B
+          (H100, 128x4096x4096: 173 vs 141 TFLOP/s; 128x4096x14336: 250 vs 207). Otherwise
+          not swapped: one 128-row tile of M (two consumers) and the narrowest BLK_N whose
+          tiles fit one wave of 132 SMs, deepest ring, TMA-store epilogue (128x6144x4096:
+          209 vs 183 TFLOP/s swapped; 128x28672x4096 with BLK_N=224: 300 vs 265).
         - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128 or 192, whichever
           leaves the last wave of 132 SMs fuller (512x6144: 128 tiles of 128x192 in one wave,
           573 vs 452 TFLOP/s with 192 tiles of 128x128); persistent with grouped raster,
-          TMA-store epilogue, the deepest ring that fits (5 or 4 stages).
+          TMA-store epilogue, the deepest ring that fits (6 or 4 stages).
         - large: 128x256 tiles (two 64-row consumers, 128 accumulators each, the widest that
           fits the register budget), 2x1 cluster multicasting B, persistent, group 8 for L2
-          reuse, TMA-store epilogue; 3 stages is what fits next to the 64 KiB epilogue tile.
+          reuse, TMA-store epilogue; 4 stages fit beside its two 64-column staging buffers
+          (4096^3: 744 vs 721 TFLOP/s with 3 stages).
         """
         M = problem["M"]
         if M <= 64:
@@ -178,16 +189,59 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                 deep["stages"] -= 1
             return deep
         if M <= SKINNY_M:
-            few_tiles = 2 * -(-problem["N"] // 64) <= H100_SMS and problem["K"] >= 4 * 64
-            return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64,
-                                  stages=8 if few_tiles else 6, persistent=False,
-                                  epilogue="reg", swap_ab=True, split_k=2 if few_tiles else 1)
+            if 2 * -(-problem["N"] // 64) <= H100_SMS and problem["K"] >= 4 * 64:
+                return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64, stages=8,
+                                      persistent=False, epilogue="reg", swap_ab=True, split_k=2)
+            return self._deepest(problem, self._complete(
+                blk_n=_one_wave_blk_n(problem["N"], 1), persistent=False, stages=2))
         if M <= 1024:
             rows = -(-M // 128)
             blk_n = max((128, 192), key=lambda n: _last_wave_fill(rows * -(-problem["N"] // n)))
             return self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64,
-                                  stages=5 if blk_n == 128 else 4)
-        return self._complete(wg_m=64, consumers=2, blk_n=256, blk_k=64, stages=3, cluster="2x1")
+                                  stages=6 if blk_n == 128 else 4)
+        return self._complete(wg_m=64, consumers=2, blk_n=256, blk_k=64, stages=4, cluster="2x1")
+
+    def seed_configs(self, problem: Problem) -> list[Config]:
+        """Neighbours of the default that change one or two decisions of it: the alternatives
+        that won somewhere in the H100 benchmarks of this shape class."""
+        base = self.default_config(problem)
+        M, N = problem["M"], problem["N"]
+
+        def v(**kw):
+            return self._deepest(problem, {**base, **kw})
+
+        if M <= SKINNY_M:
+            wide = dict(swap_ab=False, wg_m=64, consumers=2 if M > 64 else 1, blk_k=64,
+                        persistent=False, split_k=1, blk_n=_one_wave_blk_n(N, 1))
+            tries = [v(blk_k=64), v(blk_n=max(base["blk_n"], 32)), v(persistent=True),
+                     v(consumers=2), v(split_k=2), v(split_k=2, blk_k=64),
+                     v(**wide, epilogue="tma"), v(**wide, epilogue="reg"),
+                     v(**wide, epilogue="tma", cluster="1x2"),
+                     v(**{**wide, "blk_n": min(256, 2 * wide["blk_n"])}, epilogue="tma"),
+                     v(**{**wide, "blk_n": min(256, 2 * wide["blk_n"]), "split_k": 2},
+                       epilogue="reg"),
+                     v(swap_ab=True, wg_m=64, consumers=2, blk_n=max(64, base["blk_n"]),
+                       epilogue="reg", split_k=1)]
+        elif M <= 1024:
+            rows = -(-M // 128)
+            tries = [v(blk_n=128), v(blk_n=192), v(blk_n=_one_wave_blk_n(N, rows)),
+                     v(cluster="2x1"), v(wg_m=128, consumers=1), v(persistent=False),
+                     v(epilogue="reg"), v(blk_n=256, cluster="2x1"),
+                     v(split_k=2, persistent=False, epilogue="reg")]
+        else:
+            tries = [v(stages=3), v(cluster="1x1"), v(cluster="1x2"), v(persistent=False),
+                     v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
+                     v(epilogue="reg")]
+        out = []
+        for c in tries:
+            if c != base and c not in out and not self.violations(c, problem):
+                out.append(c)
+        return out
+
+    def _deepest(self, problem: Problem, config: Config) -> Config:
+        """`config` with the most stages that keep it legal (unchanged if none does)."""
+        return next(({**config, "stages": s} for s in sorted(KNOBS["stages"], reverse=True)
+                     if not self.violations({**config, "stages": s}, problem)), config)
 
     @staticmethod
     def _complete(**overrides) -> Config:

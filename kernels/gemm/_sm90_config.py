@@ -53,8 +53,22 @@ def smem_bytes(cfg: GemmConfig) -> int:
     """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile). The split-K
     partials reuse the ring, which is idle once the last K tile is consumed."""
     ring = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
-    epi = cfg.blk_m * cfg.blk_n * ELEM_BYTES if cfg.epilogue == "tma" else 0
-    return 1024 + max(ring, reduce_bytes(cfg)) + epi
+    return 1024 + max(ring, reduce_bytes(cfg)) + epilogue_bytes(cfg)
+
+
+def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
+    """TMA-store epilogue: (columns per chunk, staging buffers per consumer). A chunk is one
+    swizzle row (64, 32 or 16 elements: the widest that tiles BLK_N, for conflict-free writes);
+    two buffers let a chunk's store overlap the next chunk's shared-memory writes."""
+    width = next(w for w in (64, 32, 16) if cfg.blk_n % w == 0)
+    return width, min(2, cfg.blk_n // width)
+
+
+def epilogue_bytes(cfg: GemmConfig) -> int:
+    if cfg.epilogue != "tma":
+        return 0
+    width, bufs = epilogue_chunk(cfg)
+    return cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
 
 
 def accumulator_regs(cfg: GemmConfig) -> int:

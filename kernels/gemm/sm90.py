@@ -34,6 +34,7 @@ from ._sm90_config import (  # noqa: F401  (re-exported: the template's public s
     Geometry,
     accumulator_regs,
     check_shape,
+    epilogue_chunk,
     geometry,
     smem_bytes,
 )
@@ -77,12 +78,8 @@ def cluster_sync():
     T.evaluate(T.ptx.barrier.cluster.wait.acquire.aligned())
 
 
-def _epilogue_swizzle(blk_n: int) -> SwizzleMode:
-    """The widest swizzle whose row (64/32/16 elements) tiles BLK_N: conflict-free smem writes."""
-    for elems, mode in ((64, SwizzleMode.SWIZZLE_128B_ATOM), (32, SwizzleMode.SWIZZLE_64B_ATOM)):
-        if blk_n % elems == 0:
-            return mode
-    return SwizzleMode.SWIZZLE_32B_ATOM
+_EPI_SWIZZLE = {64: SwizzleMode.SWIZZLE_128B_ATOM, 32: SwizzleMode.SWIZZLE_64B_ATOM,
+                16: SwizzleMode.SWIZZLE_32B_ATOM}  # by epilogue chunk width: one swizzle row
 
 
 def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int = H100_SMS):
@@ -111,11 +108,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
-    d_shape = (C, WG_M, BLK_N) if EPI_TMA else (1, 8, 64)
-    EPI_SWIZZLE = _epilogue_swizzle(BLK_N)
-    EPI_W = {SwizzleMode.SWIZZLE_128B_ATOM: 64, SwizzleMode.SWIZZLE_64B_ATOM: 32,
-             SwizzleMode.SWIZZLE_32B_ATOM: 16}[EPI_SWIZZLE]  # elements per swizzle row
-    D_layout = mma_shared_layout(dtype, EPI_SWIZZLE, d_shape)
+    EPI_W, EPI_BUFS = epilogue_chunk(cfg)
+    d_shape = (C * EPI_BUFS, WG_M, EPI_W)
+    D_layout = mma_shared_layout(dtype, _EPI_SWIZZLE[EPI_W], d_shape)
 
     def cta_tile(tile, rank):
         """(first row, first col) of this CTA's tile for cluster tile `tile`."""
@@ -170,11 +165,11 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     with T.If(T.And(row < ROWS, col + dc < COLS)):
                         with T.Then():
                             T.buffer_store(D, T.Cast(dtype, v), [col + dc, row])
-            else:  # N is a multiple of 8: col < N implies col + 1 < N
+            else:  # N is a multiple of 8: col < N implies col + 1 < N; one 32-bit store
                 with T.If(T.And(row < ROWS, col < COLS)):
                     with T.Then():
-                        T.buffer_store(D, T.Cast(dtype, v0), [row, col])
-                        T.buffer_store(D, T.Cast(dtype, v1), [row, col + 1])
+                        with T.vectorized(2) as v:
+                            T.buffer_store(D, T.Cast(dtype, acc[idx + v]), [row, col + v])
 
     def park_partials(R, acc, consumer, tid):
         """Split-K: this thread's partial sums -> R[consumer, i, tid] (a warp's 32 words of one
@@ -205,19 +200,30 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                                 T.buffer_store(acc, acc[i] + P[consumer, i, tid], [i])
                     store_reg(D, acc, row0, col0, warp, lane, lo, hi)
 
-    def store_tma(D, Ds, consumer, row0, col0):
-        """Shared tile -> global, one swizzle-row-wide column chunk per box; TMA clips the
-        box at the tensor's edge."""
-        for cb in range(0, BLK_N, EPI_W):
-            Tx.copy_async(D[row0:row0 + WG_M, col0 + cb:col0 + cb + EPI_W],
-                          Ds[consumer, :, cb:cb + EPI_W], dispatch="tma_explicit")
-
-    def store_smem(Ds, acc, consumer, warp, lane):
-        for j in range(M_ATOMS):
-            for i in range(BLK_N // 2):
-                r, c = acc_coords(i, warp, lane)
-                T.buffer_store(Ds, T.Cast(dtype, acc[j * BLK_N // 2 + i]),
-                               [consumer, j * WGMMA_M + r, c])
+    def store_chunks(D, Ds, acc, consumer, row0, col0, warp, lane):
+        """TMA-store epilogue, one swizzle-row-wide column chunk at a time through EPI_BUFS
+        shared buffers per consumer: chunk n waits only until the store of chunk n - EPI_BUFS
+        has read its buffer, and the small staging area leaves shared memory to the ring.
+        TMA clips each box at the tensor's edge."""
+        leader = T.And(warp == 0, lane == 0)
+        for n in range(BLK_N // EPI_W):
+            buf = consumer * EPI_BUFS + n % EPI_BUFS
+            with T.If(leader):
+                with T.Then():
+                    T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(EPI_BUFS - 1))
+            T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
+            for j in range(M_ATOMS):
+                for i in range(n * EPI_W // 2, (n + 1) * EPI_W // 2):
+                    r, c = acc_coords(i, warp, lane)
+                    T.buffer_store(Ds, T.Cast(dtype, acc[j * BLK_N // 2 + i]),
+                                   [buf, j * WGMMA_M + r, c - n * EPI_W])
+            T.evaluate(T.ptx.fence.proxy.async_.shared__cta())
+            T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
+            with T.If(leader):
+                with T.Then():
+                    Tx.copy_async(D[row0:row0 + WG_M, col0 + n * EPI_W:col0 + (n + 1) * EPI_W],
+                                  Ds[buf, :, :], dispatch="tma_explicit")
+                    T.evaluate(T.ptx.cp.async_.bulk.commit_group())
 
     @T.prim_func
     def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype), D: T.Buffer((M, N), dtype)):
@@ -235,7 +241,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         pool.move_base_to(1024)
         Xs = pool.alloc((STAGES, BLK_M, BLK_K), dtype, layout=X_layout)
         Ys = pool.alloc((STAGES, BLK_N, BLK_K), dtype, layout=Y_layout)
-        Ds = pool.alloc(d_shape, dtype, layout=D_layout if EPI_TMA else None)
+        if EPI_TMA:
+            Ds = pool.alloc(d_shape, dtype, layout=D_layout)
         if SK > 1:  # the partials overlay the ring, idle once the last K tile is consumed
             pool.move_base_to(1024)
             R = pool.alloc((C, ACC, 128), "float32")
@@ -335,15 +342,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     reduce_and_store(R, acc, consumer, warp * 32 + lane, rank, D,
                                      r0 + consumer * WG_M, c0, warp, lane)
                 elif EPI_TMA:
-                    if (warp == 0) & (lane == 0):
-                        T.ptx.cp.async_.bulk.wait_group.read(0)  # previous store has read Ds
-                    T.cuda.warpgroup_sync(1 + consumer)
-                    store_smem(Ds, acc, consumer, warp, lane)
-                    T.ptx.fence.proxy.async_.shared__cta()
-                    T.cuda.warpgroup_sync(1 + consumer)
-                    if (warp == 0) & (lane == 0):
-                        store_tma(D, Ds, consumer, r0 + consumer * WG_M, c0)
-                        T.ptx.cp.async_.bulk.commit_group()
+                    store_chunks(D, Ds, acc, consumer, r0 + consumer * WG_M, c0, warp, lane)
                 else:
                     store_reg(D, acc, r0 + consumer * WG_M, c0, warp, lane)
                 tile = tile + NCL
