@@ -134,6 +134,8 @@ def _summary_lines(space, summaries, timed: bool) -> list[str]:
             head += f"\n  best {s.best.value:.4g} ms{rate} (trial {s.best.number}): {s.best.params}"
         elif timed:
             head += "\n  no successful trial"
+        if s.stopped:
+            head += f"\n  stopped: {s.stopped}"
         lines.append(head)
     return lines
 

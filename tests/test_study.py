@@ -1,4 +1,5 @@
-"""Studies over a recorded table (SimulatedRunner): search, pruning, duplicates, resume."""
+"""Studies over a recorded table (SimulatedRunner): search, illegal proposals, duplicates, resume,
+drivers sharing a storage."""
 
 import collections
 import os
@@ -13,8 +14,10 @@ import pytest
 from optuna.trial import TrialState
 
 from autotune.runner import CompileOnlyRunner, LocalRunner, RecordedTable, SimulatedRunner
-from autotune.study import (best_configs, make_sampler, open_storage, study_name, trials_table,
-                            tune, tune_problem)
+from autotune.study import (best_configs, make_sampler, open_storage, open_study, study_name,
+                            trials_table, tune, tune_problem)
+from autotune.study import proposals as proposals_module
+from autotune.study.proposals import Proposals
 from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -23,6 +26,7 @@ FAULTS = {"hang": [{"block_m": 32, "block_n": 128}], "crash": [{"block_m": 16, "
           "wrong": [{"block_n": 16, "stages": 4}], "compile": [{"block_m": 128, "stages": 1}]}
 SPACE = SyntheticSpace(faults=FAULTS)
 PROBLEM = SPACE.parse_problem("128x48x32")
+SKINNY = SPACE.parse_problem("16x48x32")  # every block_m but 16 is illegal: most of the space
 
 
 def _key(config):
@@ -34,8 +38,13 @@ def storage(tmp_path):
     return open_storage(f"sqlite:///{tmp_path}/studies/test.db")
 
 
-def _runner(slots=1, delay_s=0.0):
-    return SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), slots, delay_s)
+def _runner(slots=1, delay_s=0.0, problem=PROBLEM):
+    return SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(problem)), slots, delay_s)
+
+
+def _legal(trials, problem=PROBLEM):
+    return all(not SPACE.violations(t.params, problem) and t.user_attrs["outcome"] != "illegal"
+               for t in trials)
 
 
 def test_tpe_study_finds_the_known_best(storage):
@@ -52,18 +61,16 @@ def test_tpe_study_finds_the_known_best(storage):
                           for t in failed)
 
 
-def test_default_first_illegal_pruned_duplicates_served(storage):
+def test_default_first_illegal_refused_duplicates_served(storage):
     runner = _runner(slots=4)
     summary = tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=60,
                            sampler=make_sampler("random", seed=0), retime_best=False)
     trials = summary.study.get_trials()
     assert trials[0].params == SPACE.default_config(PROBLEM)
     assert trials[0].user_attrs["source"] == "default"
-    illegal = [t for t in trials if t.user_attrs.get("outcome") == "illegal"]
-    assert illegal and all(t.state == TrialState.PRUNED and "exceeds" in t.user_attrs["message"]
-                           for t in illegal)
-    # The budget counts configs tried, not proposals refused before compiling.
-    assert summary.finished == len(trials) - len(illegal) == 60
+    # Illegal proposals are counted, not stored; the budget counts configs tried.
+    assert summary.outcomes["illegal"] > 0 and _legal(trials)
+    assert summary.finished == len(trials) == 60 and summary.stopped is None
     measured = [_key(c) for c in runner.measured]
     assert not any(SPACE.violations(c, PROBLEM) for c in runner.measured)  # never reached a GPU
     assert len(measured) == len(set(measured)) == summary.measured  # nothing measured twice
@@ -74,16 +81,44 @@ def test_default_first_illegal_pruned_duplicates_served(storage):
         assert (t.params, t.state, t.value) == (original.params, original.state, original.value)
 
 
-def test_a_mostly_illegal_sampler_stops(storage, monkeypatch):
-    import autotune.study.driver as driver
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_a_mostly_illegal_space_stores_only_legal_trials(storage, sampler):
+    runner = _runner(slots=2, problem=SKINNY)
+    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=20,
+                           sampler=make_sampler(sampler, seed=0), retime_best=False)
+    trials = summary.study.get_trials()
+    assert summary.finished == len(trials) == 20 and _legal(trials, SKINNY)
+    assert summary.outcomes["illegal"] > 0  # 3 in 4 configs are illegal
+    assert not any(SPACE.violations(c, SKINNY) for c in runner.measured)
 
-    monkeypatch.setattr(driver, "ILLEGAL_PER_TRIAL", 2)
-    skinny = SPACE.parse_problem("16x48x32")  # every block_m but 16 is illegal
-    runner = SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(skinny)), 1, 0.0)
-    summary = tune_problem(SPACE, skinny, runner, storage=storage, trials=10,
-                           sampler=make_sampler("random", seed=0), retime_best=False)
-    illegal = [t for t in summary.study.get_trials() if t.user_attrs.get("outcome") == "illegal"]
-    assert len(illegal) == 2 * 10 and summary.finished < 10
+
+def test_a_sampler_that_finds_no_legal_config_stops(storage, monkeypatch):
+    from autotune.cli import _summary_lines
+
+    monkeypatch.setattr(proposals_module, "REFUSED_PER_PROPOSAL", 30)
+    tiny = SPACE.parse_problem("8x48x32")  # block_m >= 16 > M: nothing is legal, the default too
+    runner = _runner()
+    summary = tune_problem(SPACE, tiny, runner, storage=storage, trials=10,
+                           sampler=make_sampler("tpe", seed=0))
+    assert summary.finished == 0 and not runner.measured and summary.best is None
+    assert summary.stopped.startswith("the sampler proposed 30 illegal configs in a row")
+    assert "block_m=" in summary.stopped and "exceeds M=8" in summary.stopped
+    # Only the enqueued default reached the storage (told illegal); the draws stayed in memory.
+    (default,) = summary.study.get_trials()
+    assert default.state == TrialState.PRUNED and default.user_attrs["outcome"] == "illegal"
+    assert summary.outcomes == {"illegal": 31}
+    (lines,) = _summary_lines(SPACE, [summary], True)
+    assert "\n  stopped: the sampler proposed 30 illegal configs in a row" in lines
+
+
+def test_brute_force_ends_when_every_config_is_proposed(storage):
+    runner = _runner(problem=SKINNY)
+    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=100,
+                           sampler=make_sampler("brute", seed=0), retime_best=False)
+    legal = {_key(c) for c in SPACE.legal_configs(SKINNY)}
+    assert summary.stopped == "the sampler has proposed every config of the space"
+    assert sorted(_key(c) for c in runner.measured) == sorted(legal)  # each once
+    assert summary.finished == len(summary.study.get_trials()) == len(legal)
 
 
 def test_new_best_is_retimed(storage):
@@ -94,14 +129,16 @@ def test_new_best_is_retimed(storage):
     assert attrs["first_time_ms"] == attrs["retime_ms"] == summary.best.value
 
 
-def test_restarted_study_does_not_remeasure(storage):
-    first = _runner(slots=2)
-    tune_problem(SPACE, PROBLEM, first, storage=storage, trials=12,
+@pytest.mark.parametrize("problem", [PROBLEM, SKINNY], ids=["wide", "skinny"])
+def test_restarted_study_does_not_remeasure(storage, problem):
+    first = _runner(slots=2, problem=problem)
+    tune_problem(SPACE, problem, first, storage=storage, trials=12,
                  sampler=make_sampler("tpe", seed=1), retime_best=False)
-    second = _runner(slots=2)
-    summary = tune_problem(SPACE, PROBLEM, second, storage=storage, trials=25,
+    second = _runner(slots=2, problem=problem)
+    summary = tune_problem(SPACE, problem, second, storage=storage, trials=25,
                            sampler=make_sampler("tpe", seed=1), retime_best=False)
-    assert summary.finished == 25 and len(summary.study.get_trials()) == 25
+    trials = summary.study.get_trials()
+    assert summary.finished == 25 and len(trials) == 25 and _legal(trials, problem)
     again = {_key(c) for c in first.measured} & {_key(c) for c in second.measured}
     assert not again
 
@@ -121,6 +158,7 @@ _KILLED_DRIVER = textwrap.dedent("""
 
 def test_killed_driver_resumes(tmp_path):
     url = f"sqlite:///{tmp_path}/killed.db"
+    open_storage(url)  # created here: polling it while the driver creates it races (alembic)
     proc = subprocess.Popen([sys.executable, "-c", _KILLED_DRIVER.format(faults=FAULTS), url])
     try:
         deadline = time.monotonic() + 60
@@ -137,7 +175,10 @@ def test_killed_driver_resumes(tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    before = {t.number: t for t in study.get_trials() if "outcome" in t.user_attrs}
+    # Trials told before the kill (one killed while its attrs were written has an outcome, yet
+    # is still running).
+    before = {t.number: t for t in study.get_trials() if "outcome" in t.user_attrs
+              and t.state.is_finished()}
     assert len(before) < 30
     runner = _runner(slots=2)
     summary = tune_problem(SPACE, PROBLEM, runner, storage=open_storage(url), trials=30,
@@ -168,8 +209,8 @@ def test_compile_only_study_is_honest(storage):
         if t.user_attrs["outcome"] == "compiled":
             assert t.state == TrialState.PRUNED
             assert t.user_attrs["resources"]["smem_bytes"] == SPACE.smem_bytes(t.params)
-        else:
-            assert t.user_attrs["outcome"] in {"illegal", "compile"}
+        else:  # illegal proposals are not stored
+            assert t.user_attrs["outcome"] == "compile" and t.state == TrialState.FAIL
 
 
 def test_study_with_isolated_workers(storage):
@@ -202,3 +243,121 @@ def test_results_tables(storage):
     frame = trials_table(optuna.load_study(study_name=study_name(SPACE, problems[0]),
                                            storage=storage))
     assert len(frame) == 10 and {"params_block_m", "user_attrs_outcome", "value"} <= set(frame.columns)
+
+
+# -- the shadow study behind the proposals ---------------------------------------------------
+def _proposals(storage):
+    study = open_study(SPACE, SKINNY, storage)
+    return study, Proposals(study, optuna.samplers.RandomSampler(seed=0), SPACE.parameters(SKINNY),
+                            lambda c: SPACE.violations(c, SKINNY))
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+def test_illegal_draws_stay_in_the_shadow(storage):
+    study, proposals = _proposals(storage)
+    for _ in range(8):
+        trial = proposals.ask()
+        assert not SPACE.violations(trial.params, SKINNY)
+        study.tell(trial, SPACE.model_time_ms(trial.params))
+    proposals.ask()  # mirrors the ends of the first 8
+    real = study.get_trials()
+    assert len(real) == 9 and proposals.refused > 8  # ~3 in 4 random draws are illegal
+    shadow = proposals.shadow.get_trials()
+    pruned = [t for t in shadow if t.state == TrialState.PRUNED]
+    assert len(pruned) == proposals.refused
+    assert all(SPACE.violations(t.params, SKINNY) for t in pruned)
+    # The sampler sees the real study's trials as they are: values, and the one in flight.
+    legal = [(t.params, t.state, t.value) for t in shadow if t.state != TrialState.PRUNED]
+    assert legal == [(t.params, t.state, t.value) for t in real]
+    assert real[-1].state == TrialState.RUNNING
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+def test_the_shadow_mirrors_other_drivers_and_resumed_studies(storage):
+    study, proposals = _proposals(storage)
+    other = open_study(SPACE, SKINNY, storage)  # another driver on the same storage
+    done = other.ask(SPACE.parameters(SKINNY))  # an earlier session's trial, illegal or not
+    other.tell(done, state=TrialState.PRUNED)
+    mine = proposals.ask()
+    other.enqueue_trial({"block_m": 16, "block_n": 32, "stages": 2})
+    in_flight = other.ask(SPACE.parameters(SKINNY))
+    proposals.ask()
+    shadow = proposals.shadow.get_trials()
+    assert shadow[0].params == done.params and shadow[0].state == TrialState.PRUNED
+    running = [t.params for t in shadow if t.state == TrialState.RUNNING]
+    assert mine.params in running and in_flight.params in running  # constant liar sees both
+    other.tell(in_flight, 1.5)
+    proposals.ask()
+    (told,) = [t for t in proposals.shadow.get_trials() if t.state == TrialState.COMPLETE]
+    assert told.params == in_flight.params and told.value == 1.5
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+def test_queued_trials_go_first(storage):
+    study, proposals = _proposals(storage)
+    queued = [{"block_m": 128, "block_n": 16, "stages": 1}, {"block_m": 16, "block_n": 64, "stages": 3}]
+    for config in queued:  # e.g. the default, or a config a user enqueued (illegal or not)
+        open_study(SPACE, SKINNY, storage).enqueue_trial(config)
+    assert [proposals.ask().params for _ in queued] == queued
+    assert not proposals.shadow.get_trials(states=(TrialState.PRUNED,))  # nothing drawn yet
+    trial = proposals.ask()
+    assert trial.params not in queued and not SPACE.violations(trial.params, SKINNY)
+    assert trial.params in [t.params for t in proposals.shadow.get_trials()]
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+@pytest.mark.parametrize("legal", [True, False], ids=["draw", "no-legal-draw"])
+def test_a_queued_trial_taken_by_another_driver(storage, monkeypatch, legal):
+    problem = SKINNY if legal else SPACE.parse_problem("8x48x32")  # nothing legal at M=8
+    study = open_study(SPACE, problem, storage)
+    proposals = Proposals(study, optuna.samplers.RandomSampler(seed=0),
+                          SPACE.parameters(problem), lambda c: SPACE.violations(c, problem))
+    monkeypatch.setattr(proposals_module, "REFUSED_PER_PROPOSAL", 5)
+    other = open_study(SPACE, problem, storage)
+    other.enqueue_trial(SPACE.default_config(problem))
+    refresh = proposals._refresh
+
+    def refresh_then_lose_the_queue():
+        queued = refresh()
+        other.ask(SPACE.parameters(problem))  # pops the default first
+        return queued
+
+    monkeypatch.setattr(proposals, "_refresh", refresh_then_lose_the_queue)
+    trial = proposals.ask()  # found the queue empty: the sampler draws after all
+    assert trial.params != SPACE.default_config(problem)
+    if legal:
+        assert not SPACE.violations(trial.params, problem)
+    else:  # the last refused draw: the driver tells it illegal
+        assert proposals.stopped and proposals.refused == 5
+        assert trial.params == proposals.shadow.get_trials()[-1].params
+
+
+_SHARING_DRIVER = textwrap.dedent("""
+    import sys
+    from autotune.runner import RecordedTable, SimulatedRunner
+    from autotune.study import make_sampler, open_storage, tune_problem
+    from autotune.testing.synthetic import SyntheticSpace
+    space = SyntheticSpace()
+    problem = space.parse_problem("16x48x32")
+    runner = SimulatedRunner(RecordedTable.from_frame(space.recorded_frame(problem)), 2, 0.05)
+    summary = tune_problem(space, problem, runner, storage=open_storage(sys.argv[1]), trials=24,
+                           sampler=make_sampler("tpe", seed=int(sys.argv[2])), retime_best=False)
+    print(summary.finished, summary.outcomes["illegal"])
+""")
+
+
+def test_two_drivers_share_a_storage(tmp_path):
+    url = f"sqlite:///{tmp_path}/shared.db"
+    open_storage(url)  # created before: two processes creating one file race (alembic)
+    procs = [subprocess.Popen([sys.executable, "-c", _SHARING_DRIVER, url, str(seed)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seed in (1, 2)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outputs]
+    for out, _ in outputs:
+        finished, illegal = map(int, out.split())
+        assert finished >= 24 and illegal > 0
+    study = optuna.load_study(study_name=study_name(SPACE, SKINNY), storage=open_storage(url))
+    trials = study.get_trials()
+    assert 24 <= len(trials) <= 48 and _legal(trials, SKINNY)
+    assert all(t.state.is_finished() for t in trials)

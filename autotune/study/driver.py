@@ -1,12 +1,15 @@
 """The tuning driver: Optuna ask/tell in one process, candidates evaluated by a Runner.
 
-Per problem (shape), one Optuna study. The hand-tuned default is enqueued first; illegal configs
-are told PRUNED with their reasons and never reach a runner, nor count toward the trial budget
-(a sampler over independent knobs proposes many: the budget is of configs actually tried, up to
-ILLEGAL_PER_TRIAL illegal proposals per trial); a config already finished in the
-study is served from it, and one already in flight waits for that measurement; a config that
-would become the best so far is timed a second time before it is told. Every trial's outcome is
-in its user attrs ("outcome", "cause", "message", timing, resources)."""
+Per problem (shape), one Optuna study. The hand-tuned default is enqueued first. The sampler
+draws from an in-memory shadow of the study (proposals.py): illegal configs (a sampler over
+independent knobs proposes many) are told PRUNED there only, counted ("illegal" outcomes) but
+neither stored nor counted toward the trial budget, which is of legal configs tried; only legal
+configs become trials of the study. A config already finished in the study is served from it,
+and one already in flight waits for that measurement; a config that would become the best so
+far is timed a second time before it is told. Every trial's outcome is in its user attrs
+("outcome", "cause", "message", timing, resources). Studies written before the shadow may hold
+illegal trials, PRUNED with outcome "illegal"; so may a trial from the queue (say, a config a
+user enqueued) that breaks a rule."""
 
 from __future__ import annotations
 
@@ -22,9 +25,9 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..runner.base import Candidate, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
+from .proposals import Proposals
 
 OK, COMPILED, ILLEGAL = "ok", "compiled", "illegal"
-ILLEGAL_PER_TRIAL = 50
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
@@ -39,8 +42,9 @@ class StudySummary:
     study: optuna.Study
     finished: int  # legal trials finished in the study (this session and earlier ones)
     measured: int  # candidates this session sent to the runner (retimes excluded)
-    outcomes: collections.Counter  # this session's trials by outcome
+    outcomes: collections.Counter  # this session's trials by outcome, illegal proposals too
     best: FrozenTrial | None
+    stopped: str | None = None  # why the sampler proposed no more configs, if it stopped
 
     @property
     def best_time_ms(self) -> float | None:
@@ -72,12 +76,15 @@ def _json_safe(value):
 
 
 class _ProblemDriver:
-    def __init__(self, space: SearchSpace, problem: Problem, study: optuna.Study, runner: Runner,
-                 trials: int, retime_best: bool, progress: bool, fixed: Config | None = None):
+    def __init__(self, space: SearchSpace, problem: Problem, study: optuna.Study,
+                 sampler: optuna.samplers.BaseSampler | None, runner: Runner, trials: int,
+                 retime_best: bool, progress: bool, fixed: Config | None = None):
         self.fixed = dict(fixed or {})
         self.space, self.problem, self.study, self.runner = space, problem, study, runner
         self.trials, self.retime_best = trials, retime_best
         self.distributions = dict(space.parameters(problem))
+        self.proposals = Proposals(study, sampler, self.distributions,
+                                   lambda config: space.violations(config, problem))
         self.flops = space.flops(problem)
         heartbeat = getattr(study._storage, "record_heartbeat", None)
         self._heartbeat = heartbeat if getattr(study._storage, "heartbeat_interval", None) else None
@@ -90,8 +97,6 @@ class _ProblemDriver:
         self.measured = 0
         self.outcomes: collections.Counter = collections.Counter()
         self.best_ms = math.inf
-        self.exhausted = False
-        self.illegal = 0  # proposals refused this session
         self.finished = self._load_finished()
         self.bar = None
         if progress:
@@ -123,18 +128,11 @@ class _ProblemDriver:
     def _tell(self, trial: optuna.Trial, state: TrialState, value: float | None, attrs: dict) -> None:
         for name, v in attrs.items():
             trial.set_user_attr(name, _json_safe(v))
-        try:
-            self.study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
-        except RuntimeError as exc:
-            # BruteForceSampler stops the study once the space is exhausted; the trial is stored.
-            if "stop" not in str(exc):
-                raise
-            self.exhausted = True
+        self.study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
         self.open -= 1
         outcome = attrs.get("outcome", "")
         self.outcomes[outcome] += 1
         if outcome == ILLEGAL:
-            self.illegal += 1
             return
         self.finished += 1
         if state == TrialState.COMPLETE:
@@ -214,10 +212,13 @@ class _ProblemDriver:
 
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
-        while (not self.exhausted and self.runner.in_flight < self.runner.slots
-               and self.finished + self.open < self.trials
-               and self.illegal < ILLEGAL_PER_TRIAL * self.trials):
-            trial = self.study.ask(self.distributions)
+        while self.runner.in_flight < self.runner.slots and self.finished + self.open < self.trials:
+            refused = self.proposals.refused
+            trial = self.proposals.ask()
+            if self.proposals.refused > refused:
+                self.outcomes[ILLEGAL] += self.proposals.refused - refused
+            if trial is None:
+                break
             self.open += 1
             if self._heartbeat:
                 self._heartbeat(trial._trial_id)
@@ -266,7 +267,7 @@ class _ProblemDriver:
         except ValueError:
             best = None
         return StudySummary(self.problem, self.study, self.finished, self.measured,
-                            self.outcomes, best)
+                            self.outcomes, best, self.proposals.stopped)
 
 
 def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
@@ -285,12 +286,15 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
                  trials: int = 50, sampler: optuna.samplers.BaseSampler | None = None,
                  retime_best: bool = True, progress: bool = False,
                  fixed: Config | None = None) -> StudySummary:
-    """Run (or resume) the study of one problem until it holds `trials` finished legal trials
-    (or the sampler has proposed ILLEGAL_PER_TRIAL * trials illegal configs this session).
+    """Run (or resume) the study of one problem until it holds `trials` finished legal trials,
+    or its sampler stops: it has proposed every config (BruteForceSampler), or
+    REFUSED_PER_PROPOSAL illegal ones in a row (StudySummary.stopped says which).
 
-    `fixed` must match the sampler's fixed parameters; it overrides the default config too."""
-    study = open_study(space, problem, storage, sampler, runner.timed)
-    return _ProblemDriver(space, problem, study, runner, trials, retime_best, progress, fixed).run()
+    `sampler` draws on the study's in-memory shadow (proposals.py). `fixed` must match the
+    sampler's fixed parameters; it overrides the default config too."""
+    study = open_study(space, problem, storage, timed=runner.timed)
+    return _ProblemDriver(space, problem, study, sampler, runner, trials, retime_best, progress,
+                          fixed).run()
 
 
 def tune(space: SearchSpace, problems: list[Problem], runner: Runner, *, storage,

@@ -6,9 +6,12 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
+from .driver import ILLEGAL
+
 
 def trials_table(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial: number, state, value (ms), params_*, user_attrs_* (outcome, cause...)."""
+    """One row per stored trial: number, state, value (ms), params_*, user_attrs_* (outcome,
+    cause...). Illegal proposals are not stored, only counted (StudySummary.outcomes)."""
     return study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs",
                                          "duration", "datetime_complete"))
 
@@ -21,7 +24,9 @@ def best_configs(storage, space: str | None = None) -> pd.DataFrame:
         attrs = study.user_attrs
         if space is not None and attrs.get("space") != space:
             continue
-        trials = study.get_trials(deepcopy=False)
+        # Studies written before illegal proposals stayed in memory hold them, PRUNED.
+        trials = [t for t in study.get_trials(deepcopy=False)
+                  if t.user_attrs.get("outcome") != ILLEGAL]
         complete = [t for t in trials if t.state == TrialState.COMPLETE]
         best = min(complete, key=lambda t: t.value) if complete else None
         rows.append({

@@ -60,7 +60,11 @@ def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_
 
 def _fast_sqlite(engine) -> None:
     """Write-ahead log, no fsync per commit: a trial writes ~15 small commits, which otherwise
-    cost ~10 ms each. Survives a killed driver (only a power cut may lose the last trials)."""
+    cost ~10 ms each. Survives a killed driver (only a power cut may lose the last trials).
+
+    Transactions begin IMMEDIATE, holding the write lock from their first read: pysqlite would
+    run the reads before an update outside its transaction, and Optuna pops a queued trial by a
+    read then an update (SELECT ... FOR UPDATE elsewhere), so two drivers could both take it."""
     import sqlalchemy
 
     def on_connect(dbapi_connection, _record):
@@ -68,6 +72,11 @@ def _fast_sqlite(engine) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+        dbapi_connection.isolation_level = None  # no implicit BEGIN: on_begin sends it
+
+    def on_begin(connection):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     sqlalchemy.event.listen(engine, "connect", on_connect)
+    sqlalchemy.event.listen(engine, "begin", on_begin)
     engine.dispose()  # connections opened while creating the tables predate the pragmas
