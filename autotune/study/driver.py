@@ -1,6 +1,7 @@
 """The tuning driver: Optuna ask/tell in one process, candidates evaluated by a Runner.
 
-Per problem (shape), one Optuna study. The hand-tuned default is enqueued first. The sampler
+Per problem (shape), one Optuna study. The hand-tuned default is enqueued first, then the
+space's seed configs (neighbours of the default worth measuring early). The sampler
 draws from an in-memory shadow of the study (proposals.py): illegal configs (a sampler over
 independent knobs proposes many) are told PRUNED there only, counted ("illegal" outcomes) but
 neither stored nor counted toward the trial budget, which is of legal configs tried; only legal
@@ -119,10 +120,16 @@ class _ProblemDriver:
                 self.best_ms = min(self.best_ms, t.value)
         return finished
 
-    def _enqueue_default(self) -> None:
+    def _enqueue_start(self) -> None:
+        """The default, then the space's seed configs, once per study (a resumed study has them)."""
+        if any(t.user_attrs.get("source") == "default" for t in self.study.get_trials(deepcopy=False)):
+            return
         default = {**self.space.default_config(self.problem), **self.fixed}
-        if not any(t.user_attrs.get("source") == "default" for t in self.study.get_trials(deepcopy=False)):
-            self.study.enqueue_trial(default, user_attrs={"source": "default"}, skip_if_exists=True)
+        self.study.enqueue_trial(default, user_attrs={"source": "default"}, skip_if_exists=True)
+        for seed in self.space.seed_configs(self.problem):
+            seed = {**seed, **self.fixed}
+            if seed != default and not self.space.violations(seed, self.problem):
+                self.study.enqueue_trial(seed, user_attrs={"source": "seed"}, skip_if_exists=True)
 
     # -- telling -----------------------------------------------------------------------------
     def _tell(self, trial: optuna.Trial, state: TrialState, value: float | None, attrs: dict) -> None:
@@ -250,7 +257,7 @@ class _ProblemDriver:
             # We record heartbeats ourselves, for ask/tell trials (optimize() would do it).
             warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
             optuna.storages.fail_stale_trials(self.study)
-            self._enqueue_default()
+            self._enqueue_start()
             try:
                 while True:
                     self._ask_more()

@@ -1,0 +1,47 @@
+"""A space's seed configs are measured right after its default, once per study."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.runner import RecordedTable, SimulatedRunner
+from autotune.study import make_sampler, open_storage, tune_problem
+from autotune.testing.synthetic import SyntheticSpace
+
+
+class SeededSpace(SyntheticSpace):
+    SEEDS = [{"block_m": 64, "block_n": 32, "stages": 3},  # the known best
+             {"block_m": 32, "block_n": 32, "stages": 2},
+             {"block_m": 128, "block_n": 256, "stages": 8}]  # illegal: never enqueued
+
+    def seed_configs(self, problem):
+        return [dict(c) for c in self.SEEDS]
+
+
+SPACE = SeededSpace()
+PROBLEM = SPACE.parse_problem("128x48x32")
+
+
+def _tune(storage, trials):
+    runner = SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
+    return tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=trials,
+                        sampler=make_sampler("random", seed=0), retime_best=False)
+
+
+def test_seeds_follow_the_default_and_illegal_seeds_are_dropped(tmp_path):
+    assert SPACE.violations(SPACE.SEEDS[2], PROBLEM)
+    summary = _tune(open_storage(f"sqlite:///{tmp_path}/s.db"), trials=5)
+    trials = summary.study.get_trials()
+    assert [t.user_attrs["source"] for t in trials[:3]] == ["default", "seed", "seed"]
+    assert [t.params for t in trials[1:3]] == SPACE.SEEDS[:2]
+    assert summary.best.params == SPACE.SEEDS[0]
+    assert not any(t.params == SPACE.SEEDS[2] for t in trials)
+
+
+def test_a_resumed_study_does_not_enqueue_its_seeds_again(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path}/s.db")
+    _tune(storage, trials=4)
+    summary = _tune(storage, trials=8)
+    sources = [t.user_attrs.get("source") for t in summary.study.get_trials()]
+    assert sources.count("default") == 1 and sources.count("seed") == 2
+    assert summary.finished == 8
