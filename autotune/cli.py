@@ -93,6 +93,10 @@ def _make_runner(args, space):
 
     devices = _device_list(args.gpus)
     common = dict(timeout_s=args.timeout, cache_dir=args.cache_dir, seed=args.seed)
+    if args.timer != "rotate":
+        from .runner.cuda_eval import CudaEvaluator
+
+        common["evaluator"] = CudaEvaluator(timer=args.timer)
     if args.simulate:
         try:
             table = RecordedTable.from_csv(args.simulate)
@@ -233,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--timeout", type=float, default=60.0,
                       help="hard limit in seconds per candidate on a GPU (default 60)")
     tune.add_argument("--compile-workers", type=int, help="CPU compile processes (default: cores/2)")
+    tune.add_argument("--timer", choices=("rotate", "cold"), default="rotate",
+                      help="rotate: back-to-back launches over L2-exceeding input copies; cold: "
+                           "each launch alone after an L2 flush, as triton's do_bench")
     tune.add_argument("--cache-dir", help="compile cache directory (default: tirx's)")
     tune.add_argument("--no-retime", action="store_true", help="do not re-time a new best")
     tune.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -12,6 +12,7 @@ shapes = SUITE + extra
 print(' '.join(shapes[$1 - 1::$2]))")
 echo "slice $1/$2: $SHAPES"
 timeout ${BUDGET:-420} autotune tune gemm_sm90 --shapes $SHAPES --trials ${TRIALS:-16} --gpus 0 \
+  --timer ${TIMER:-rotate} \
   --storage sqlite:///$DB --seed 0 --compile-workers 15 --no-progress 2>&1 | tail -n 40
 autotune results --storage sqlite:///$DB 2>&1 | tail -n 40
 cp $DB $OUT/

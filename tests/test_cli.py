@@ -100,3 +100,18 @@ def test_tune_falls_back_to_compile_only_without_gpu(capsys):
     captured = capsys.readouterr()
     assert "no GPU of arch sm_90a is present" in captured.err and "COMPILE-ONLY" in captured.err
     assert "2 trials (" in captured.out and "compiled" in captured.out
+
+
+def test_timer_option_reaches_the_gpu_evaluator(monkeypatch):
+    from autotune.runner import devices, local
+    from autotune.runner.cuda_eval import CudaEvaluator
+
+    made = {}
+    monkeypatch.setattr(devices, "gpus_for_arch", lambda arch: [devices.Gpu(0, "H100", (9, 0))])
+    monkeypatch.setattr(local.LocalRunner, "__init__",
+                        lambda self, indices, **kw: made.update(kw, indices=indices))
+    args = cli.build_parser().parse_args(["tune", "gemm_sm90", "--timer", "cold"])
+    cli._make_runner(args, type("Space", (), {"arch": "sm_90a"})())
+    assert made["indices"] == [0] and made["evaluator"].timer == "cold"
+    with pytest.raises(ValueError, match="unknown timer 'warm'"):
+        CudaEvaluator(timer="warm")

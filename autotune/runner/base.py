@@ -103,6 +103,7 @@ class Runner(abc.ABC):
 
     mode: str = ""
     timed: bool = True  # False for compile-only runners: results carry no timing
+    timer: str = "rotate"  # how its times are taken (timing.TIMERS): a study keeps to one
 
     @property
     @abc.abstractmethod

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from .base import Cause, Evaluator, Job, Result
-from .timing import input_sets_needed, time_launches
+from .timing import TIMERS, input_sets_needed, time_cold, time_launches
 from .validate import check_outputs, poison
 
 
@@ -31,6 +31,11 @@ class CudaEvaluator(Evaluator):
     min_round_ms: float = 2.0
     l2_factor: float = 2.0  # working set of rotated inputs, in multiples of L2
     max_input_sets: int = 64
+    timer: str = "rotate"  # see timing.TIMERS
+
+    def __post_init__(self):
+        if self.timer not in TIMERS:
+            raise ValueError(f"unknown timer {self.timer!r} (choose from {', '.join(TIMERS)})")
 
     def setup(self, device: int | None) -> None:
         import torch
@@ -68,9 +73,14 @@ class CudaEvaluator(Evaluator):
             n_sets = input_sets_needed(set_bytes, l2, self.l2_factor, self.max_input_sets)
             sets = [inputs] + [[t.clone() if hasattr(t, "clone") else t for t in inputs]
                                for _ in range(n_sets - 1)]
-            timing = time_launches(lambda i: kernel(*sets[i], *scalars, stream=stream.cuda_stream),
-                                   n_sets, warmup_ms=self.warmup_ms, rounds=self.rounds,
-                                   min_round_ms=self.min_round_ms)
+            def launch(i):
+                kernel(*sets[i], *scalars, stream=stream.cuda_stream)
+
+            if self.timer == "cold":
+                timing = time_cold(launch, n_sets, l2, warmup_ms=self.warmup_ms)
+            else:
+                timing = time_launches(launch, n_sets, warmup_ms=self.warmup_ms,
+                                       rounds=self.rounds, min_round_ms=self.min_round_ms)
             return Result(tag, timing=timing, rel_errors=errors, resources=compiled.resources)
         except Exception as exc:
             cause, fatal = cause_of_exception(exc)

@@ -139,6 +139,7 @@ class LocalRunner(_CompilePipeline):
             from .cuda_eval import CudaEvaluator
 
             evaluator = CudaEvaluator()
+        self.timer = getattr(evaluator, "timer", self.timer)
         self._ready: collections.deque[tuple[Candidate, Compiled]] = collections.deque()
         self._rng = random.Random(seed)
         self.workers: list[WorkerProcess] = []

@@ -59,6 +59,7 @@ class RayRunner(Runner):
             from .cuda_eval import CudaEvaluator
 
             evaluator = CudaEvaluator()
+        self.timer = getattr(evaluator, "timer", self.timer)
         available = int(ray.cluster_resources().get("GPU", 0))
         n = available if gpus is None else gpus
         if n < 1 or n > available:

@@ -1,8 +1,11 @@
 """Kernel timing with CUDA events (torch, imported lazily: this runs only on GPU workers).
 
-Inputs are rotated over enough copies that their working set exceeds L2, so a kernel is not
-timed on a warm cache it would not see in a real model; the median over rounds is reported with
-its spread."""
+Two timers (TIMERS), both over inputs rotated through enough copies that their working set
+exceeds L2, so a kernel is not timed on a warm cache it would not see in a real model:
+- "rotate": rounds of back-to-back launches; the median round's time per launch.
+- "cold": one launch per measurement, each after L2 has been overwritten, as triton's do_bench
+  times (the benchmark scripts' protocol): no launch hides behind the previous one's tail.
+The median is reported with its spread."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ import statistics
 from typing import Callable
 
 from .base import Timing
+
+
+TIMERS = ("rotate", "cold")
 
 
 def input_sets_needed(bytes_per_set: int, l2_bytes: int, factor: float = 2.0, cap: int = 64) -> int:
@@ -43,3 +49,28 @@ def time_launches(launch: Callable[[int], None], n_sets: int, *, warmup_ms: floa
     per_round = [run(iters, offset=r) for r in range(rounds)]
     return Timing(median_ms=statistics.median(per_round), min_ms=min(per_round),
                   max_ms=max(per_round), rounds=rounds, iters_per_round=iters, input_sets=n_sets)
+
+
+def time_cold(launch: Callable[[int], None], n_sets: int, l2_bytes: int, *,
+              warmup_ms: float = 25.0, measure_ms: float = 100.0, min_reps: int = 20) -> Timing:
+    """Time `launch(i)` alone, one launch per event pair, with L2 overwritten before each."""
+    import torch
+
+    flush = torch.empty(2 * l2_bytes, dtype=torch.int8, device="cuda")
+
+    def run(reps: int, offset: int = 0) -> list[float]:
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(reps)]
+        for i, (start, end) in enumerate(pairs):
+            flush.zero_()
+            start.record()
+            launch((offset + i) % n_sets)
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in pairs]
+
+    estimate = max(statistics.median(run(max(3, n_sets))), 1e-4)  # also the first launches
+    run(max(1, math.ceil(warmup_ms / estimate)))
+    times = run(max(min_reps, math.ceil(measure_ms / estimate)))
+    return Timing(median_ms=statistics.median(times), min_ms=min(times), max_ms=max(times),
+                  rounds=len(times), iters_per_round=1, input_sets=n_sets)

@@ -24,6 +24,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from ..errors import UserError
 from ..runner.base import Candidate, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
 from .proposals import Proposals
@@ -278,14 +279,21 @@ class _ProblemDriver:
 
 
 def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
-               timed: bool = True) -> optuna.Study:
+               timed: bool = True, timer: str = "rotate") -> optuna.Study:
+    """Create or resume the study of one problem. Its times come from one timer: resuming it
+    with another is refused (their times do not compare)."""
     study = optuna.create_study(storage=storage, study_name=study_name(space, problem, timed),
                                 sampler=sampler, direction="minimize", load_if_exists=True)
     if "space" not in study.user_attrs:
         for name, value in {"space": space.name, "kernel": space.kernel, "arch": space.arch,
                             "problem": problem.key, "shape": problem.sizes, "dtype": problem.dtype,
-                            "flops": space.flops(problem), "timed": timed}.items():
+                            "flops": space.flops(problem), "timed": timed,
+                            "timer": timer}.items():
             study.set_user_attr(name, value)
+    stored = study.user_attrs.get("timer", "rotate")  # studies from before the choice: rotate
+    if timed and stored != timer:
+        raise UserError(f"study {study.study_name!r} was timed with --timer {stored}; resume it "
+                        f"with that timer, or tune with --timer {timer} into another --storage")
     return study
 
 
@@ -299,7 +307,7 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
 
     `sampler` draws on the study's in-memory shadow (proposals.py). `fixed` must match the
     sampler's fixed parameters; it overrides the default config too."""
-    study = open_study(space, problem, storage, timed=runner.timed)
+    study = open_study(space, problem, storage, timed=runner.timed, timer=runner.timer)
     return _ProblemDriver(space, problem, study, sampler, runner, trials, retime_best, progress,
                           fixed).run()
 

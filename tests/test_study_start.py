@@ -1,9 +1,11 @@
-"""A space's seed configs are measured right after its default, once per study."""
+"""How a study starts: the space's seed configs right after its default, once per study; a
+resumed study keeps the timer it was measured with."""
 
 from __future__ import annotations
 
 import pytest
 
+from autotune.errors import UserError
 from autotune.runner import RecordedTable, SimulatedRunner
 from autotune.study import make_sampler, open_storage, tune_problem
 from autotune.testing.synthetic import SyntheticSpace
@@ -22,8 +24,9 @@ SPACE = SeededSpace()
 PROBLEM = SPACE.parse_problem("128x48x32")
 
 
-def _tune(storage, trials):
+def _tune(storage, trials, timer="rotate"):
     runner = SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
+    runner.timer = timer
     return tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=trials,
                         sampler=make_sampler("random", seed=0), retime_best=False)
 
@@ -45,3 +48,11 @@ def test_a_resumed_study_does_not_enqueue_its_seeds_again(tmp_path):
     sources = [t.user_attrs.get("source") for t in summary.study.get_trials()]
     assert sources.count("default") == 1 and sources.count("seed") == 2
     assert summary.finished == 8
+
+
+def test_a_study_is_not_resumed_with_another_timer(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path}/s.db")
+    _tune(storage, trials=3)
+    with pytest.raises(UserError, match="timed with --timer rotate"):
+        _tune(storage, trials=6, timer="cold")
+    assert _tune(storage, trials=6).finished == 6
