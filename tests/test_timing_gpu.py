@@ -11,7 +11,7 @@ from autotune.runner.timing import time_cold, time_launches  # noqa: E402
 
 
 def test_cold_timer_pays_for_the_flushed_l2():
-    src = torch.randn(2 << 20, device="cuda")  # 8 MiB in, 8 MiB out: both fit any Hopper L2
+    src = torch.randn(4 << 20, device="cuda")  # 16 MiB in, 16 MiB out: both fit a Hopper L2
     dst = torch.empty_like(src)
 
     def launch(i):
