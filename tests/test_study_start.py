@@ -56,3 +56,16 @@ def test_a_study_is_not_resumed_with_another_timer(tmp_path):
     with pytest.raises(UserError, match="timed with --timer rotate"):
         _tune(storage, trials=6, timer="cold")
     assert _tune(storage, trials=6).finished == 6
+
+
+def test_running_trials_carry_heartbeats(tmp_path):
+    # A killed driver's trials are failed (and re-queued) by their stale heartbeats: the driver
+    # must record them through optuna's cached-storage wrapper.
+    summary = _tune(open_storage(f"sqlite:///{tmp_path}/s.db"), trials=3)
+    storage = summary.study._storage
+    assert storage.get_heartbeat_interval()
+    trial_id = summary.study.get_trials()[0]._trial_id
+    from optuna.storages._rdb import models
+
+    with storage._backend.scoped_session() as session:
+        assert session.query(models.TrialHeartbeatModel).filter_by(trial_id=trial_id).count() == 1

@@ -88,8 +88,9 @@ class _ProblemDriver:
         self.proposals = Proposals(study, sampler, self.distributions,
                                    lambda config: space.violations(config, problem))
         self.flops = space.flops(problem)
-        heartbeat = getattr(study._storage, "record_heartbeat", None)
-        self._heartbeat = heartbeat if getattr(study._storage, "heartbeat_interval", None) else None
+        storage = study._storage  # optuna wraps an RDB storage in its cached storage
+        interval = getattr(storage, "get_heartbeat_interval", lambda: None)()
+        self._heartbeat = storage.record_heartbeat if interval else None
         self.served: dict[tuple, _Served] = {}
         self.running: dict[int, optuna.Trial] = {}  # trial number -> trial, sent to the runner
         self.in_flight: dict[tuple, int] = {}  # config key -> trial number measuring it
