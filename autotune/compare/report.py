@@ -70,36 +70,33 @@ def write_plots(table: pd.DataFrame, out_dir: Path, title: str) -> list[Path]:
 
     shapes = table[table.problem != GEOMEAN]
     labels = [_short(p) for p in shapes.problem]
-    x = range(len(labels))
     width = 0.27
-    paths = []
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(labels) + 2), 4.5))
-    for i, v in enumerate(VARIANTS):
-        ax.bar([j + (i - 1) * width for j in x], shapes[f"{v}_tflops"].fillna(0), width, label=v)
-    ax.set_xticks(list(x), labels, rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"{title}: throughput per shape")
-    ax.legend()
-    fig.tight_layout()
-    paths.append(out_dir / "tflops.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    def grouped_bars(name: str, columns: dict[str, str], ylabel: str, subtitle: str,
+                     unit_line: bool = False) -> Path:
+        """One bar per column and shape, side by side; saved as out_dir/name."""
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(labels) + 2), 4.5))
+        offset = (len(columns) - 1) / 2
+        for i, (col, label) in enumerate(columns.items()):
+            ax.bar([j + (i - offset) * width for j in range(len(labels))],
+                   shapes[col].fillna(0), width, label=label)
+        if unit_line:
+            ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(list(range(len(labels))), labels, rotation=60, ha="right", fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{title}: {subtitle}")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out_dir / name, dpi=120)
+        plt.close(fig)
+        return out_dir / name
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(labels) + 2), 4.5))
-    for i, col in enumerate(("tuned_vs_default", "tuned_vs_vendor")):
-        ax.bar([j + (i - 0.5) * width for j in x], shapes[col].fillna(0), width,
-               label=col.replace("_", " "))
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(list(x), labels, rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("speed-up of the tuned kernel (x)")
-    ax.set_title(f"{title}: tuned vs default and vendor")
-    ax.legend()
-    fig.tight_layout()
-    paths.append(out_dir / "ratios.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
-    return paths
+    return [grouped_bars("tflops.png", {f"{v}_tflops": v for v in VARIANTS}, "TFLOP/s",
+                         "throughput per shape"),
+            grouped_bars("ratios.png", {c: c.replace("_", " ")
+                                        for c in ("tuned_vs_default", "tuned_vs_vendor")},
+                         "speed-up of the tuned kernel (x)", "tuned vs default and vendor",
+                         unit_line=True)]
 
 
 def _cell(value, digits: int) -> str:
