@@ -8,8 +8,9 @@ default, of the best config found, and of cuBLAS (torch.matmul) measured in the 
 Candidates per shape: the hand-tuned default, the tuned config from a config store (`--store`,
 the tuner's output: studies/configs/gemm_sm90/<gpu>.json), and the space's seed configs,
 neighbours of the default (unless --no-neighbours). "Best" is the fastest of them in this run.
-Every candidate is validated (poisoned output, fresh inputs) before it is timed; timing is the median of triton's
-do_bench over input sets rotated past the L2.
+Every candidate is validated (poisoned output, fresh inputs) before it is timed; timing is the
+median of triton's do_bench over input sets rotated past the L2 (and, reported beside it, the
+tuner's back-to-back timer).
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ else
   timeout 200 autotune compare gemm --store $STORE --artifacts $SCRATCH/dispatch --out $R/report 2>&1 | tail -n 40
   timeout 240 python3 examples/llama_block.py --store $STORE --artifacts $SCRATCH/dispatch --out $R/llama_block 2>&1 | tail -n 16
   timeout 60 python3 scripts/bench_dispatch_overhead.py --shape 2048x4096x4096 --store $STORE --artifacts $SCRATCH/dispatch --out $R/dispatch_overhead.json 2>&1 | tail -n 10
-  cp $STORE studies/configs/gemm_sm90/ 2>/dev/null
   timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_dispatch_gpu.py 2>&1 | tail -n 8 | tee $R/test_dispatch_gpu.log
 fi
 tar czf $OUT/results-$1.tgz -C $R .

@@ -77,7 +77,7 @@ class CudaEvaluator(Evaluator):
                 kernel(*sets[i], *scalars, stream=stream.cuda_stream)
 
             if self.timer == "cold":
-                timing = time_cold(launch, n_sets, l2, warmup_ms=self.warmup_ms)
+                timing = time_cold(launch, n_sets, warmup_ms=self.warmup_ms)
             else:
                 timing = time_launches(launch, n_sets, warmup_ms=self.warmup_ms,
                                        rounds=self.rounds, min_round_ms=self.min_round_ms)

@@ -9,6 +9,7 @@ The median is reported with its spread."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from typing import Callable
@@ -51,26 +52,14 @@ def time_launches(launch: Callable[[int], None], n_sets: int, *, warmup_ms: floa
                   max_ms=max(per_round), rounds=rounds, iters_per_round=iters, input_sets=n_sets)
 
 
-def time_cold(launch: Callable[[int], None], n_sets: int, l2_bytes: int, *,
-              warmup_ms: float = 25.0, measure_ms: float = 100.0, min_reps: int = 20) -> Timing:
-    """Time `launch(i)` alone, one launch per event pair, with L2 overwritten before each."""
-    import torch
+def time_cold(launch: Callable[[int], None], n_sets: int, *, warmup_ms: float = 25.0,
+              measure_ms: float = 100.0) -> Timing:
+    """Time `launch(i)` alone, one launch per measurement after an L2 flush: triton's do_bench
+    (the benchmark scripts' timer), over the rotated input sets."""
+    from triton.testing import do_bench
 
-    flush = torch.empty(2 * l2_bytes, dtype=torch.int8, device="cuda")
-
-    def run(reps: int, offset: int = 0) -> list[float]:
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                 for _ in range(reps)]
-        for i, (start, end) in enumerate(pairs):
-            flush.zero_()
-            start.record()
-            launch((offset + i) % n_sets)
-            end.record()
-        torch.cuda.synchronize()
-        return [start.elapsed_time(end) for start, end in pairs]
-
-    estimate = max(statistics.median(run(max(3, n_sets))), 1e-4)  # also the first launches
-    run(max(1, math.ceil(warmup_ms / estimate)))
-    times = run(max(min_reps, math.ceil(measure_ms / estimate)))
+    calls = itertools.count()
+    times = do_bench(lambda: launch(next(calls) % n_sets), warmup=warmup_ms, rep=measure_ms,
+                     return_mode="all")
     return Timing(median_ms=statistics.median(times), min_ms=min(times), max_ms=max(times),
                   rounds=len(times), iters_per_round=1, input_sets=n_sets)

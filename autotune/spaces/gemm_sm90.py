@@ -183,11 +183,9 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
         M = problem["M"]
         if M <= 64:
             blk_n = min(n for n in self.knob_values(problem)["blk_n"] if n >= M)
-            deep = self._complete(wg_m=64, consumers=1, blk_n=blk_n, blk_k=128, stages=8,
-                                  persistent=False, epilogue="reg", swap_ab=True)
-            while smem_bytes(kernel_config(deep)) > SMEM_LIMIT:
-                deep["stages"] -= 1
-            return deep
+            return self._deepest(problem, self._complete(
+                wg_m=64, consumers=1, blk_n=blk_n, blk_k=128, persistent=False,
+                epilogue="reg", swap_ab=True))
         if M <= SKINNY_M:
             if 2 * -(-problem["N"] // 64) <= H100_SMS and problem["K"] >= 4 * 64:
                 return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64, stages=8,
