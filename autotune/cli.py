@@ -133,9 +133,13 @@ def _summary_lines(space, summaries, timed: bool) -> list[str]:
         verb = "measured" if timed else "compiled"
         head = f"{s.problem.key}: {s.finished} trials ({s.measured} {verb} now: {outcomes})"
         if timed and s.best is not None:
-            tflops = s.best.user_attrs.get("tflops")
-            rate = f", {tflops:.4g} TFLOP/s" if tflops else ""
-            head += f"\n  best {s.best.value:.4g} ms{rate} (trial {s.best.number}): {s.best.params}"
+            flops = s.study.user_attrs.get("flops")
+            rate = f", {flops / s.best_time_ms / 1e9:.4g} TFLOP/s" if flops else ""
+            how = f"final round winner, median of {s.final['rounds']}" if s.final else "fastest trial"
+            head += (f"\n  best {s.best_time_ms:.4g} ms{rate} (trial {s.best.number}, {how}): "
+                     f"{s.best.params}")
+            if s.default_time_ms and s.best_time_ms:
+                head += f"\n  default {s.default_time_ms:.4g} ms: best is {s.default_time_ms / s.best_time_ms:.3f}x"
         elif timed:
             head += "\n  no successful trial"
         if s.stopped:
@@ -160,7 +164,8 @@ def cmd_tune(args) -> int:
     with runner:
         summaries = tune(space, problems, runner, storage=storage, trials=args.trials,
                          sampler_factory=lambda: make_sampler(args.sampler, args.seed, fixed),
-                         retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed)
+                         retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
+                         final_top=args.final_top, final_rounds=args.final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
     if not runner.timed:
         print(f"compile-only: no GPU timing was done; trials are stored PRUNED (outcome "
@@ -212,6 +217,13 @@ def cmd_results(args) -> int:
     return 0
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="autotune", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -242,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
                            "each launch alone after an L2 flush, as triton's do_bench")
     tune.add_argument("--cache-dir", help="compile cache directory (default: tirx's)")
     tune.add_argument("--no-retime", action="store_true", help="do not re-time a new best")
+    tune.add_argument("--final-top", type=_non_negative, default=3, metavar="N",
+                      help="final round: re-time the N fastest configs and the default side by "
+                           "side; the lowest median wins (default 3; 0: the fastest trial wins)")
+    tune.add_argument("--final-rounds", type=_non_negative, default=3, metavar="R",
+                      help="rounds of the final round (default 3)")
     tune.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     results = sub.add_parser("results", help="best config per shape of stored studies")

@@ -5,7 +5,7 @@ benchmark scripts.
 travels to the GPU machine (cubin + launch description only, to stay under the transfer limit).
 `run_jobs` (needs torch + cuda-bindings, no TVM) checks every job against a float32 reference on
 fresh random inputs with poisoned outputs, and times the jobs asked for, with cuBLAS
-(torch.matmul) timed in the same process. Jobs run in a worker process with a per-job time limit,
+(torch.matmul) timed in the same process, in interleaved rounds per shape. Jobs run in a worker process with a per-job time limit,
 so one hanging kernel costs its own result, not the run's.
 """
 
@@ -105,7 +105,8 @@ def _rotating(calls):
     return run
 
 
-def _run_one(job: dict, art_dir: Path, vendor_cache: dict) -> dict:
+def _validate(job: dict, art_dir: Path):
+    """(result, kernel): the job's kernel checked on two fresh input draws, outputs poisoned."""
     import torch
 
     import tirx
@@ -130,37 +131,75 @@ def _run_one(job: dict, art_dir: Path, vendor_cache: dict) -> dict:
             break
     result["rel_err"] = max(errors)
     result["ok"] = "error" not in result
-    if result["ok"] and job.get("time"):
-        sets = _input_sets(problem, 1000 + job["id"])
-        result["ms"] = _median_ms(_rotating([lambda s=s: kernel(*s) for s in sets]))
-        result["tflops"] = SPACE.flops(problem) / result["ms"] / 1e9
-        # the tuner's own timer too: back-to-back launches over the rotated sets
-        result["b2b_ms"] = time_launches(lambda i: kernel(*sets[i]), len(sets)).median_ms
-        key = (job["problem"], job.get("dtype", "bfloat16"))
-        if key not in vendor_cache:
-            vendor = [SPACE.vendor(problem, s) for s in sets]
-            ms = _median_ms(_rotating(vendor))
-            b2b = time_launches(lambda i: vendor[i](), len(sets)).median_ms
-            vendor_cache[key] = (ms, SPACE.flops(problem) / ms / 1e9, b2b)
-        result["cublas_ms"], result["cublas_tflops"], result["cublas_b2b_ms"] = vendor_cache[key]
-    return result
+    return result, kernel
 
 
-def _worker(art_dir: str, jobs: list[dict], conn) -> None:
-    vendor_cache: dict = {}
+def _time_shape(problem, timed: list[tuple[dict, object]], rounds: int, beat) -> dict:
+    """Time cuBLAS and every kernel of one shape in `rounds` interleaved rounds over the same
+    rotated input sets, each round in a rotated order, so clock and temperature drift hit all
+    alike; per entry, the median over rounds of do_bench's median, and of the back-to-back
+    timer's. Returns {id or "cublas": (ms, b2b_ms, ms per round)}."""
+    import statistics
+
+    sets = _input_sets(problem, 1000 + timed[0][0]["id"])
+    vendor = [SPACE.vendor(problem, s) for s in sets]
+    entries = [("cublas", [lambda f=f: f() for f in vendor])]
+    entries += [(job["id"], [lambda s=s, k=kernel: k(*s) for s in sets]) for job, kernel in timed]
+    ms: dict = {name: [] for name, _ in entries}
+    b2b: dict = {name: [] for name, _ in entries}
+    for r in range(rounds):
+        for name, calls in entries[r % len(entries):] + entries[:r % len(entries)]:
+            beat(name)
+            ms[name].append(_median_ms(_rotating(calls)))
+            b2b[name].append(time_launches(lambda i, c=calls: c[i](), len(calls)).median_ms)
+    return {name: (statistics.median(ms[name]), statistics.median(b2b[name]), ms[name])
+            for name, _ in entries}
+
+
+def _worker(art_dir: str, jobs: list[dict], rounds: int, conn) -> None:
+    """Validate every job; time a shape's valid timed jobs together (`_time_shape`). Sends
+    {"running": id} before each step (the parent's hang watch), then one result per job."""
+    shapes: dict[tuple, list[dict]] = {}
     for job in jobs:
+        shapes.setdefault((job["problem"], job.get("dtype", "bfloat16")), []).append(job)
+    for (text, dtype), group in shapes.items():
+        timed = []
+        for job in group:
+            conn.send({"running": job["id"]})
+            try:
+                res, kernel = _validate(job, Path(art_dir))
+            except Exception as exc:
+                res = {"id": job["id"], "ok": False, "error": f"{type(exc).__name__}: {exc}"[:400],
+                       "trace": traceback.format_exc()[-800:]}
+            if res["ok"] and job.get("time"):
+                timed.append((job, kernel, res))
+            else:
+                conn.send(res)
+        if not timed:
+            continue
+        problem = SPACE.parse_problem(text, dtype)
+        flops = SPACE.flops(problem)
         try:
-            res = _run_one(job, Path(art_dir), vendor_cache)
+            times = _time_shape(problem, [(j, k) for j, k, _ in timed], rounds,
+                                lambda name: conn.send({"running": timed[0][0]["id"] if name == "cublas" else name}))
         except Exception as exc:
-            res = {"id": job["id"], "ok": False,
-                   "error": f"{type(exc).__name__}: {exc}"[:400],
-                   "trace": traceback.format_exc()[-800:]}
-        conn.send(res)
+            for _, _, res in timed:
+                conn.send({**res, "ok": False, "error": f"timing: {type(exc).__name__}: {exc}"[:400]})
+            continue
+        cub_ms, cub_b2b, _ = times["cublas"]
+        for job, _, res in timed:
+            t_ms, t_b2b, per_round = times[job["id"]]
+            conn.send({**res, "ms": t_ms, "tflops": flops / t_ms / 1e9, "ms_rounds": per_round,
+                       "b2b_ms": t_b2b, "cublas_ms": cub_ms, "cublas_tflops": flops / cub_ms / 1e9,
+                       "cublas_b2b_ms": cub_b2b, "rounds": rounds})
     conn.send(None)
 
 
-def run_jobs(art_dir: Path, results_path: Path) -> list[dict]:
-    """Run every compiled job; append one JSON line per job to results_path as it finishes."""
+def run_jobs(art_dir: Path, results_path: Path, rounds: int = 1) -> list[dict]:
+    """Run every compiled job; append one JSON line per job to results_path as it finishes.
+    Timed jobs of a shape are timed together with cuBLAS in `rounds` interleaved rounds. A job
+    that makes no progress within JOB_TIMEOUT_S (a hang) or kills its worker is recorded as
+    failed, and a fresh worker goes on with the rest."""
     manifest = json.loads((art_dir / "manifest.json").read_text())
     pending = [j for j in manifest if "compile_error" not in j]
     results = []
@@ -168,11 +207,13 @@ def run_jobs(art_dir: Path, results_path: Path) -> list[dict]:
     with results_path.open("a") as log:
         while pending:
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(str(art_dir), pending, child), daemon=True)
+            proc = ctx.Process(target=_worker, args=(str(art_dir), pending, rounds, child),
+                               daemon=True)
             proc.start()
+            running = pending[0]["id"]
             while True:
                 if not parent.poll(JOB_TIMEOUT_S):
-                    res = {"id": pending[0]["id"], "ok": False,
+                    res = {"id": running, "ok": False,
                            "error": f"no result in {JOB_TIMEOUT_S}s (hang?)"}
                     proc.kill()
                     proc.join()
@@ -181,12 +222,15 @@ def run_jobs(art_dir: Path, results_path: Path) -> list[dict]:
                         res = parent.recv()
                     except EOFError:  # the worker died (e.g. a fatal CUDA error)
                         proc.join()
-                        res = {"id": pending[0]["id"], "ok": False,
+                        res = {"id": running, "ok": False,
                                "error": f"no result: worker exited with {proc.exitcode}"}
                     if res is None:
                         proc.join()
                         pending = []
                         break
+                    if "running" in res:
+                        running = res["running"]
+                        continue
                 job = next(j for j in pending if j["id"] == res["id"])
                 res = {**job, **res}
                 results.append(res)

@@ -2,14 +2,16 @@
 default, of the best config found, and of cuBLAS (torch.matmul) measured in the same run.
 
     python scripts/bench_gemm_sm90.py build .gpu/bench [SHAPE ...] [--store FILE] [--no-neighbours]
-    python scripts/bench_gemm_sm90.py run .gpu/bench OUT              # GPU machine
+    python scripts/bench_gemm_sm90.py run .gpu/bench OUT [--rounds R] # GPU machine
     python scripts/bench_gemm_sm90.py report OUT/gemm_sm90_bench.jsonl  # table again, anywhere
 
 Candidates per shape: the hand-tuned default, the tuned config from a config store (`--store`,
 the tuner's output: studies/configs/gemm_sm90/<gpu>.json), and the space's seed configs,
 neighbours of the default (unless --no-neighbours). "Best" is the fastest of them in this run.
-Every candidate is validated (poisoned output, fresh inputs) before it is timed; timing is the
-median of triton's do_bench over input sets rotated past the L2 (and, reported beside it, the
+Every candidate is validated (poisoned output, fresh inputs) before it is timed. A shape's
+candidates and cuBLAS are timed in interleaved rounds (`--rounds`, each in a rotated order, so
+drift in clocks and temperature hits all alike); each figure is the median over the rounds of
+triton's do_bench median over input sets rotated past the L2 (and, reported beside it, of the
 tuner's back-to-back timer).
 """
 
@@ -119,6 +121,9 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
     r.add_argument("out", type=Path)
+    r.add_argument("--rounds", type=int, default=3,
+                   help="interleaved timing rounds per shape (default 3); each figure is the "
+                        "median over them")
     p = sub.add_parser("report")
     p.add_argument("jsonl", type=Path)
     args = ap.parse_args()
@@ -131,7 +136,7 @@ def main() -> None:
     elif args.cmd == "run":
         args.out.mkdir(parents=True, exist_ok=True)
         info = jobs.device_info()
-        results = jobs.run_jobs(args.dir, args.out / "gemm_sm90_bench.jsonl")
+        results = jobs.run_jobs(args.dir, args.out / "gemm_sm90_bench.jsonl", args.rounds)
         text = f"{json.dumps({**info, 'command': ' '.join(sys.argv)})}\n\n{report(results)}\n"
         (args.out / "gemm_sm90_bench.md").write_text(text)
         print(text)

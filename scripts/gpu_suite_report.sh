@@ -2,6 +2,7 @@
 # After scripts/gpu_suite_study.sh, in two device calls (each fits the 10-minute limit):
 #   bash scripts/gpu_suite_report.sh bench  # export the tuned configs; benchmark default, tuned,
 #                                           # the space's seed configs and cuBLAS over the suite
+#                                           # (ROUNDS interleaved timing rounds, default 3)
 #   bash scripts/gpu_suite_report.sh use    # what users run on the store: the comparison report,
 #                                           # the decoder block, dispatch overhead, custom-op tests
 # Each call's outputs land in $OUT/results-<step>.tgz (a device call returns at most 8 files).
@@ -14,7 +15,8 @@ if [ "$1" = bench ]; then
   STORE=$(ls $SCRATCH/configs/gemm_sm90/*.json | head -1)
   cp $STORE $R/
   python3 scripts/bench_gemm_sm90.py build $SCRATCH/bench --store $STORE --procs $(nproc) > $R/bench_build.log 2>&1
-  timeout ${BENCH_TIMEOUT:-420} python3 scripts/bench_gemm_sm90.py run $SCRATCH/bench $R/bench 2>&1 | tail -n 30
+  timeout ${BENCH_TIMEOUT:-420} python3 scripts/bench_gemm_sm90.py run $SCRATCH/bench $R/bench \
+    --rounds ${ROUNDS:-3} 2>&1 | tail -n 30
 else
   STORE=$(ls $SCRATCH/configs/gemm_sm90/*.json | head -1)
   timeout 200 autotune compare gemm --store $STORE --artifacts $SCRATCH/dispatch --out $R/report 2>&1 | tail -n 40

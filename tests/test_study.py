@@ -63,8 +63,9 @@ def test_tpe_study_finds_the_known_best(storage):
 
 def test_default_first_illegal_refused_duplicates_served(storage):
     runner = _runner(slots=4)
+    # The search alone (final_top=0): the final round re-times by design (test_study_final.py).
     summary = tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=60,
-                           sampler=make_sampler("random", seed=0), retime_best=False)
+                           sampler=make_sampler("random", seed=0), retime_best=False, final_top=0)
     trials = summary.study.get_trials()
     assert trials[0].params == SPACE.default_config(PROBLEM)
     assert trials[0].user_attrs["source"] == "default"
@@ -114,7 +115,8 @@ def test_a_sampler_that_finds_no_legal_config_stops(storage, monkeypatch):
 def test_brute_force_ends_when_every_config_is_proposed(storage):
     runner = _runner(problem=SKINNY)
     summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=100,
-                           sampler=make_sampler("brute", seed=0), retime_best=False)
+                           sampler=make_sampler("brute", seed=0), retime_best=False,
+                           final_top=0)
     legal = {_key(c) for c in SPACE.legal_configs(SKINNY)}
     assert summary.stopped == "the sampler has proposed every config of the space"
     assert sorted(_key(c) for c in runner.measured) == sorted(legal)  # each once
@@ -136,7 +138,7 @@ def test_restarted_study_does_not_remeasure(storage, problem):
                  sampler=make_sampler("tpe", seed=1), retime_best=False)
     second = _runner(slots=2, problem=problem)
     summary = tune_problem(SPACE, problem, second, storage=storage, trials=25,
-                           sampler=make_sampler("tpe", seed=1), retime_best=False)
+                           sampler=make_sampler("tpe", seed=1), retime_best=False, final_top=0)
     trials = summary.study.get_trials()
     assert summary.finished == 25 and len(trials) == 25 and _legal(trials, problem)
     again = {_key(c) for c in first.measured} & {_key(c) for c in second.measured}
@@ -182,7 +184,7 @@ def test_killed_driver_resumes(tmp_path):
     assert len(before) < 30
     runner = _runner(slots=2)
     summary = tune_problem(SPACE, PROBLEM, runner, storage=open_storage(url), trials=30,
-                           sampler=make_sampler("tpe", seed=2), retime_best=False)
+                           sampler=make_sampler("tpe", seed=2), retime_best=False, final_top=0)
     assert summary.finished == 30
     assert not {_key(t.params) for t in before.values()} & {_key(c) for c in runner.measured}
     after = {t.number: t for t in summary.study.get_trials()}

@@ -211,7 +211,13 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
         if M <= SKINNY_M:
             wide = dict(swap_ab=False, wg_m=64, consumers=2 if M > 64 else 1, blk_k=64,
                         persistent=False, split_k=1, blk_n=_one_wave_blk_n(N, 1))
-            tries = [v(blk_k=64), v(blk_n=max(base["blk_n"], 32)), v(persistent=True),
+            # cuBLAS's choice at 128x4096 and 128x6144 (H100, scripts/cublas_kernels.py): one
+            # 64-row consumer per tile, so twice the CTAs fill the wave with wider BLK_N, and a
+            # cluster pair multicasting the shared operand.
+            half = dict(wide, consumers=1, blk_n=_one_wave_blk_n(N, -(-M // 64)), epilogue="tma")
+            tries = [v(**half), v(**half, cluster="1x2"), v(**half, cluster="2x1"),
+                     v(**{**half, "blk_k": 128}, cluster="1x2"),
+                     v(blk_k=64), v(blk_n=max(base["blk_n"], 32)), v(persistent=True),
                      v(consumers=2), v(split_k=2), v(split_k=2, blk_k=64),
                      v(**wide, epilogue="tma"), v(**wide, epilogue="reg"),
                      v(**wide, epilogue="tma", cluster="1x2"),
@@ -222,7 +228,11 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                        epilogue="reg", split_k=1)]
         elif M <= 1024:
             rows = -(-M // 128)
+            # the widest BLK_N whose tiles leave the last wave of SMs fullest (cuBLAS takes
+            # 176 at 512x28672: 652 tiles in 5 waves of 132)
+            fill = max(range(256, 127, -16), key=lambda n: _last_wave_fill(rows * -(-N // n)))
             tries = [v(blk_n=128), v(blk_n=192), v(blk_n=_one_wave_blk_n(N, rows)),
+                     v(blk_n=fill), v(blk_n=fill, cluster="2x1"), v(cluster="1x2"),
                      v(cluster="2x1"), v(wg_m=128, consumers=1), v(persistent=False),
                      v(epilogue="reg"), v(blk_n=256, cluster="2x1"),
                      v(split_k=2, persistent=False, epilogue="reg")]

@@ -1,4 +1,5 @@
-"""Studies -> config store: the best trial of each study of a space, with the default's time.
+"""Studies -> config store: the pick of each study of a space (its final round's winner, else its
+fastest trial), with the default's time.
 
 Runs where the Optuna storage is (optuna imported lazily). Studies do not record which GPU
 model they ran on, so the caller names it."""
@@ -13,7 +14,8 @@ from .format import ConfigStore, Entry
 def store_from_studies(storage, space: SearchSpace, gpu: Gpu, tvm_version: str = "") -> ConfigStore:
     """One entry per study of `space` in `storage` that has a successful timed trial."""
     import optuna
-    from optuna.trial import TrialState
+
+    from ..study.final import chosen
 
     store = ConfigStore(expected_header(space, gpu, tvm_version))
     for name in optuna.get_all_study_names(storage):
@@ -21,12 +23,11 @@ def store_from_studies(storage, space: SearchSpace, gpu: Gpu, tvm_version: str =
         attrs = study.user_attrs
         if attrs.get("space") != space.name or not attrs.get("timed", True):
             continue
-        complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
-        if not complete:
+        pick = chosen(study)
+        if pick is None:
             continue
-        best = min(complete, key=lambda t: t.value)
-        defaults = [t.value for t in complete if t.user_attrs.get("source") == "default"]
-        store.add(Entry(problem=attrs["problem"], config=dict(best.params), time_ms=best.value,
-                        default_ms=min(defaults) if defaults else None,
+        best, time_ms, default_ms = pick
+        store.add(Entry(problem=attrs["problem"], config=dict(best.params), time_ms=time_ms,
+                        default_ms=default_ms,
                         vendor_ms=attrs.get("vendor_ms"), source=f"{name} trial {best.number}"))
     return store

@@ -7,7 +7,9 @@ independent knobs proposes many) are told PRUNED there only, counted ("illegal" 
 neither stored nor counted toward the trial budget, which is of legal configs tried; only legal
 configs become trials of the study. A config already finished in the study is served from it,
 and one already in flight waits for that measurement; a config that would become the best so
-far is timed a second time before it is told. Every trial's outcome is in its user attrs
+far is timed a second time before it is told. When the budget is spent, a final round times the
+fastest few configs and the default again, side by side (final.py); its winner is the study's
+pick. Every trial's outcome is in its user attrs
 ("outcome", "cause", "message", timing, resources). Studies written before the shadow may hold
 illegal trials, PRUNED with outcome "illegal"; so may a trial from the queue (say, a config a
 user enqueued) that breaks a rule."""
@@ -27,6 +29,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..errors import UserError
 from ..runner.base import Candidate, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
+from .final import FINAL_ATTR, chosen, is_current, run_final
 from .proposals import Proposals
 
 OK, COMPILED, ILLEGAL = "ok", "compiled", "illegal"
@@ -45,12 +48,11 @@ class StudySummary:
     finished: int  # legal trials finished in the study (this session and earlier ones)
     measured: int  # candidates this session sent to the runner (retimes excluded)
     outcomes: collections.Counter  # this session's trials by outcome, illegal proposals too
-    best: FrozenTrial | None
+    best: FrozenTrial | None  # the study's pick: the final round's winner, if it ran
+    best_time_ms: float | None = None  # its time: the final round's median, or the trial's
+    default_time_ms: float | None = None
     stopped: str | None = None  # why the sampler proposed no more configs, if it stopped
-
-    @property
-    def best_time_ms(self) -> float | None:
-        return self.best.value if self.best else None
+    final: dict | None = None  # the final round's outcome (final.py), if one is current
 
 
 @dataclasses.dataclass
@@ -80,8 +82,10 @@ def _json_safe(value):
 class _ProblemDriver:
     def __init__(self, space: SearchSpace, problem: Problem, study: optuna.Study,
                  sampler: optuna.samplers.BaseSampler | None, runner: Runner, trials: int,
-                 retime_best: bool, progress: bool, fixed: Config | None = None):
+                 retime_best: bool, progress: bool, fixed: Config | None = None,
+                 final_top: int = 0, final_rounds: int = 0):
         self.fixed = dict(fixed or {})
+        self.final_top, self.final_rounds = final_top, final_rounds
         self.space, self.problem, self.study, self.runner = space, problem, study, runner
         self.trials, self.retime_best = trials, retime_best
         self.distributions = dict(space.parameters(problem))
@@ -268,15 +272,27 @@ class _ProblemDriver:
                     for result in self.runner.collect(timeout=1.0):
                         self._finish(result)
                     self._beat()
+                self._final()
             finally:
                 if self.bar is not None:
                     self.bar.close()
-        try:
-            best = self.study.best_trial
-        except ValueError:
-            best = None
+        pick = chosen(self.study)
+        best, best_ms, default_ms = pick if pick else (None, None, None)
+        final = self.study.user_attrs.get(FINAL_ATTR) if is_current(self.study) else None
         return StudySummary(self.problem, self.study, self.finished, self.measured,
-                            self.outcomes, best, self.proposals.stopped)
+                            self.outcomes, best, best_ms, default_ms, self.proposals.stopped, final)
+
+    def _final(self) -> None:
+        """The final round, unless disabled, untimed, or current (nothing new since the last)."""
+        if not (self.final_top and self.final_rounds and self.runner.timed) or is_current(self.study):
+            return
+
+        def progress(done: int) -> None:
+            if self.bar is not None:
+                self.bar.set_postfix_str(f"{self._status()} | final round {done}/{self.final_rounds}")
+
+        run_final(self.study, self.space, self.problem, self.runner, self.final_top,
+                  self.final_rounds, progress)
 
 
 def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
@@ -301,23 +317,28 @@ def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
 def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storage,
                  trials: int = 50, sampler: optuna.samplers.BaseSampler | None = None,
                  retime_best: bool = True, progress: bool = False,
-                 fixed: Config | None = None) -> StudySummary:
+                 fixed: Config | None = None, final_top: int = 3,
+                 final_rounds: int = 3) -> StudySummary:
     """Run (or resume) the study of one problem until it holds `trials` finished legal trials,
     or its sampler stops: it has proposed every config (BruteForceSampler), or
     REFUSED_PER_PROPOSAL illegal ones in a row (StudySummary.stopped says which).
 
     `sampler` draws on the study's in-memory shadow (proposals.py). `fixed` must match the
-    sampler's fixed parameters; it overrides the default config too."""
+    sampler's fixed parameters; it overrides the default config too. Then the final round
+    (final.py) times the `final_top` fastest configs and the default `final_rounds` times each
+    (0 for either: none; the pick is then the fastest trial)."""
     study = open_study(space, problem, storage, timed=runner.timed, timer=runner.timer)
     return _ProblemDriver(space, problem, study, sampler, runner, trials, retime_best, progress,
-                          fixed).run()
+                          fixed, final_top, final_rounds).run()
 
 
 def tune(space: SearchSpace, problems: list[Problem], runner: Runner, *, storage,
          trials: int = 50, sampler_factory=None, retime_best: bool = True,
-         progress: bool = False, fixed: Config | None = None) -> list[StudySummary]:
+         progress: bool = False, fixed: Config | None = None, final_top: int = 3,
+         final_rounds: int = 3) -> list[StudySummary]:
     """Tune each problem in turn; `sampler_factory()` makes a fresh sampler per study."""
     return [tune_problem(space, p, runner, storage=storage, trials=trials,
                          sampler=sampler_factory() if sampler_factory else None,
-                         retime_best=retime_best, progress=progress, fixed=fixed)
+                         retime_best=retime_best, progress=progress, fixed=fixed,
+                         final_top=final_top, final_rounds=final_rounds)
             for p in problems]

@@ -7,6 +7,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from .driver import ILLEGAL
+from .final import chosen, is_current
 
 
 def trials_table(study: optuna.Study) -> pd.DataFrame:
@@ -17,7 +18,9 @@ def trials_table(study: optuna.Study) -> pd.DataFrame:
 
 
 def best_configs(storage, space: str | None = None) -> pd.DataFrame:
-    """The best trial of every study in `storage` (of one space, if given): one row per shape."""
+    """The pick of every study in `storage` (of one space, if given): one row per shape. The pick
+    is the final round's winner at its median when the round is current (`final` True), else
+    the fastest trial."""
     rows = []
     for name in optuna.get_all_study_names(storage):
         study = optuna.load_study(study_name=name, storage=storage)
@@ -27,17 +30,19 @@ def best_configs(storage, space: str | None = None) -> pd.DataFrame:
         # Studies written before illegal proposals stayed in memory hold them, PRUNED.
         trials = [t for t in study.get_trials(deepcopy=False)
                   if t.user_attrs.get("outcome") != ILLEGAL]
-        complete = [t for t in trials if t.state == TrialState.COMPLETE]
-        best = min(complete, key=lambda t: t.value) if complete else None
+        pick = chosen(study)
+        best, time_ms = pick[:2] if pick else (None, None)
+        flops = attrs.get("flops")
         rows.append({
             "space": attrs.get("space"), "problem": attrs.get("problem", name),
             "arch": attrs.get("arch"), "timed": attrs.get("timed", True),
             "trials": sum(t.state.is_finished() for t in trials),
             "failed": sum(t.state == TrialState.FAIL for t in trials),
-            "time_ms": best.value if best else None,
-            "tflops": best.user_attrs.get("tflops") if best else None,
+            "time_ms": time_ms,
+            "tflops": flops / time_ms / 1e9 if flops and time_ms else None,
+            "final": is_current(study),
             "trial": best.number if best else None,
             "config": dict(best.params) if best else None,
         })
     return pd.DataFrame(rows, columns=["space", "problem", "arch", "timed", "trials", "failed",
-                                       "time_ms", "tflops", "trial", "config"])
+                                       "time_ms", "tflops", "final", "trial", "config"])
