@@ -256,7 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--no-retime", action="store_true", help="do not re-time a new best")
     tune.add_argument("--final-top", type=_non_negative, default=3, metavar="N",
                       help="final round: re-time the N fastest configs and the default side by "
-                           "side; the lowest median wins (default 3; 0: the fastest trial wins)")
+                           "side; the fastest median among those faster than the default's "
+                           "median in every round wins, else the default (default 3; 0: the "
+                           "fastest trial wins)")
     tune.add_argument("--final-rounds", type=_non_negative, default=3, metavar="R",
                       help="rounds of the final round (default 3)")
     tune.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -186,12 +186,13 @@ def _worker(art_dir: str, jobs: list[dict], rounds: int, conn) -> None:
             for _, _, res in timed:
                 conn.send({**res, "ok": False, "error": f"timing: {type(exc).__name__}: {exc}"[:400]})
             continue
-        cub_ms, cub_b2b, _ = times["cublas"]
+        cub_ms, cub_b2b, cub_rounds = times["cublas"]
         for job, _, res in timed:
             t_ms, t_b2b, per_round = times[job["id"]]
             conn.send({**res, "ms": t_ms, "tflops": flops / t_ms / 1e9, "ms_rounds": per_round,
                        "b2b_ms": t_b2b, "cublas_ms": cub_ms, "cublas_tflops": flops / cub_ms / 1e9,
-                       "cublas_b2b_ms": cub_b2b, "rounds": rounds})
+                       "cublas_b2b_ms": cub_b2b, "cublas_ms_rounds": cub_rounds,
+                       "rounds": rounds})
     conn.send(None)
 
 
@@ -246,9 +247,22 @@ def run_jobs(art_dir: Path, results_path: Path, rounds: int = 1) -> list[dict]:
     return results
 
 
+def gpu_state() -> str:
+    """SM clock, temperature, power draw and limit, and throttle reasons (nvidia-smi): large
+    GEMMs run at the power limit, and their times move with it."""
+    import subprocess
+
+    fields = "clocks.sm,temperature.gpu,power.draw,power.limit,clocks_event_reasons.active"
+    try:
+        return subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader", "-i", "0"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unavailable: {exc}"
+
+
 def device_info() -> dict:
     import torch
 
     return {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
             "cuda": torch.version.cuda, "sms": torch.cuda.get_device_properties(0).multi_processor_count,
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "gpu_state_before": gpu_state()}

@@ -137,7 +137,9 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         info = jobs.device_info()
         results = jobs.run_jobs(args.dir, args.out / "gemm_sm90_bench.jsonl", args.rounds)
-        text = f"{json.dumps({**info, 'command': ' '.join(sys.argv)})}\n\n{report(results)}\n"
+        info.update(gpu_state_after=jobs.gpu_state(), rounds=args.rounds,
+                    command=" ".join(sys.argv))
+        text = f"{json.dumps(info)}\n\n{report(results)}\n"
         (args.out / "gemm_sm90_bench.md").write_text(text)
         print(text)
     else:

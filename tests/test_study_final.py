@@ -100,6 +100,17 @@ def test_a_finalist_failing_in_the_final_round_is_out(tmp_path):
     assert summary.best.params == DEFAULT and summary.final["failed"] == {"2": "validation"}
 
 
+def test_a_challenger_must_beat_the_default_in_every_round(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path}/f.db")
+    # STEADY's final rounds: 0.9, 0.95, 1.05 - a better median (0.95) than the default's 1.0,
+    # but one round slower than it: within the noise, so the default stays.
+    runner = ScriptedRunner({_k(DEFAULT): [1.0], _k(LUCKY): [0.8, 1.2],
+                             _k(STEADY): [0.9, 0.9, 0.95, 1.05]})
+    summary = _tune(storage, runner)
+    assert summary.final["medians_ms"]["2"] == 0.95
+    assert summary.best.params == DEFAULT and summary.best_time_ms == 1.0
+
+
 def test_a_resumed_study_runs_its_final_round_again_only_with_new_trials(tmp_path):
     storage = open_storage(f"sqlite:///{tmp_path}/f.db")
     _tune(storage, _runner())
