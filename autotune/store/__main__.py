@@ -54,7 +54,8 @@ def cmd_show(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autotune.store", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    export = sub.add_parser("export", help="best trial per study -> the space's store file")
+    export = sub.add_parser("export", help="each study's pick (its final round's winner, else "
+                                           "its fastest trial) -> the space's store file")
     export.add_argument("--space", required=True)
     export.add_argument("--storage", required=True, help="Optuna storage URL of the studies")
     export.add_argument("--device", help="GPU model the studies ran on (default: this GPU)")
