@@ -1,8 +1,16 @@
 """Measure, in one run on the current GPU, per shape: the kernel the dispatcher picks (tuned),
 the hand-tuned default, and the vendor op - each validated against the reference first, then
-timed with the tuner's own method (CUDA events, inputs rotated past L2, median of rounds)."""
+timed with the tuner's own method (CUDA events, inputs rotated past L2), in interleaved rounds.
+
+Why interleaved: timed one after the other, the first variant measured after an idle spell (a
+kernel build, a large input draw) ran at a GPU clock still ramping up from idle, and lost up to
+8x on a 20 us kernel (H100, session 4). Now the GPU is kept busy for WARM_MS first, and each
+round times every variant once, in a rotated order; a variant's time is its median round."""
 
 from __future__ import annotations
+
+import statistics
+import time
 
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import is_legal
@@ -11,17 +19,28 @@ from ..runner.validate import check_outputs, poison
 from ..spaces.base import Problem
 from .report import Measurement
 
+WARM_MS = 200.0  # of launches before timing: an H100 takes ~100 ms to leave its idle clock
 
-def _time_kernel(kernel, space, problem, sets, rounds) -> tuple[float | None, str]:
-    inputs = sets[0]
+
+def _validate(kernel, space, problem, inputs) -> str:
     outputs = [inputs[i] for i in space.output_indices(problem)]
     poison(outputs)
     kernel(*inputs)
     _, wrong = check_outputs(outputs, space.reference(problem, inputs), space.tolerance(problem))
-    if wrong:
-        return None, f"wrong result: {wrong}"
-    timing = time_launches(lambda i: kernel(*sets[i]), len(sets), rounds=rounds)
-    return timing.median_ms, ""
+    return f"wrong result: {wrong}" if wrong else ""
+
+
+def _keep_busy(launch, n_sets: int, ms: float) -> None:
+    import torch
+
+    deadline = time.perf_counter() + ms / 1e3
+    i = 0
+    while time.perf_counter() < deadline:
+        launch(i % n_sets)
+        i += 1
+        if i % 64 == 0:
+            torch.cuda.synchronize()  # keep the queue short: the deadline is wall time
+    torch.cuda.synchronize()
 
 
 def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10) -> Measurement:
@@ -34,24 +53,33 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     sets = [inputs] + [[t.clone() for t in inputs]
                        for _ in range(input_sets_needed(set_bytes, l2) - 1)]
     notes = []
-    times = {}
+    launches = {}
     picked = op.pick(problem)
     default = space.default_config(problem)
     default_kernel = op.provider.get(problem, default) if is_legal(space, default, problem) is not False else None
     for variant, kernel in (("tuned", picked[1] if picked else None), ("default", default_kernel)):
         if kernel is None:
-            times[variant] = None
             notes.append(f"no {variant} kernel")
             continue
-        times[variant], why = _time_kernel(kernel, space, problem, sets, rounds)
+        why = _validate(kernel, space, problem, sets[0])
         if why:
             notes.append(f"{variant} {why}")
+            continue
+        launches[variant] = lambda i, k=kernel: k(*sets[i])
     if picked:
         choice = picked[0]
         notes.insert(0, f"{choice.reason} ({choice.tuned})" if choice.tuned and
                      choice.reason != "exact" else choice.reason)
     vendor = [space.vendor(problem, s) for s in sets]
-    times["vendor"] = time_launches(lambda i: vendor[i](), len(sets), rounds=rounds).median_ms
+    launches["vendor"] = lambda i: vendor[i]()
+    _keep_busy(launches["vendor"], len(sets), WARM_MS)
+    per_round: dict[str, list[float]] = {v: [] for v in launches}
+    order = list(launches)
+    for r in range(rounds):
+        for variant in order[r % len(order):] + order[:r % len(order)]:
+            timing = time_launches(launches[variant], len(sets), rounds=1, warmup_ms=5.0)
+            per_round[variant].append(timing.median_ms)
     torch.cuda.synchronize()
-    return Measurement(problem.key, space.flops(problem), times["tuned"], times["default"],
+    times = {v: statistics.median(ts) for v, ts in per_round.items()}
+    return Measurement(problem.key, space.flops(problem), times.get("tuned"), times.get("default"),
                        times["vendor"], note="; ".join(notes))

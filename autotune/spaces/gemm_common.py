@@ -20,10 +20,11 @@ class GemmProblem:
         import torch
 
         dtype = getattr(torch, problem.dtype)
-        gen = torch.Generator(device="cpu").manual_seed(seed)
+        # drawn where they are used: a CPU draw of the largest suite shapes takes seconds
+        gen = torch.Generator(device=device).manual_seed(seed)
         M, N, K = problem["M"], problem["N"], problem["K"]
-        a = torch.randn(M, K, generator=gen).to(dtype=dtype, device=device)
-        b = torch.randn(N, K, generator=gen).to(dtype=dtype, device=device)
+        a = torch.randn(M, K, generator=gen, device=device).to(dtype=dtype)
+        b = torch.randn(N, K, generator=gen, device=device).to(dtype=dtype)
         d = torch.empty(M, N, dtype=dtype, device=device)
         return [a, b, d]
 
