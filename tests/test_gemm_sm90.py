@@ -162,6 +162,8 @@ def _compile_and_check(problem, config, tmp_path):
         assert art.launch.grid[0] % c.split_k == 0
         assert "mapa.u64" in art.source and "barrier.cluster.wait.acquire" in art.source
     assert art.launch.block == ((c.consumers + 1) * 128, 1, 1)
+    # evict-first operand loads carry an L2 cache policy; with "normal" no load does
+    assert ("L2::cache_hint" in art.source) == (c.l2_evict == "first")
 
 
 @pytest.mark.parametrize("problem, config", covering_sample(),
@@ -205,6 +207,8 @@ def test_seed_configs_are_legal_neighbours_of_the_default(shape):
     assert len({tuple(sorted(c.items())) for c in seeds}) == len(seeds)
     for config in seeds:
         assert SPACE.violations(config, problem) == [], config
+    # the L2 policy the default does not use is always measured
+    assert {c["l2_evict"] for c in seeds} - {default["l2_evict"]}
 
 
 @pytest.mark.parametrize("N, blk_n", [(6144, 48), (28672, 224), (1024, 16)])

@@ -26,6 +26,10 @@ class GemmConfig:
     epilogue: str = "tma"  # "tma": registers -> smem -> TMA store; "reg": registers -> global
     swap_ab: bool = False  # compute D^T = B @ A^T: N fills the 64-row wgmma side
     split_k: int = 1  # >1: a cluster of split_k CTAs shares one tile's K, reduced through DSMEM
+    # L2 policy of the operand loads. "first": evict first - streamed tiles leave the L2's other
+    # lines alone (say, dirty ones a previous kernel wrote, which would need a write-back to
+    # make room); costs reuse of the tiles through L2 where many CTAs reread them.
+    l2_evict: str = "normal"
 
     @property
     def blk_m(self) -> int:

@@ -11,7 +11,8 @@ register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T, 
 skinny M), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
 tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
 barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
-through distributed shared memory (no workspace, no second kernel).
+through distributed shared memory (no workspace, no second kernel). `l2_evict="first"` marks
+the operand loads evict-first in L2.
 
 Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register epilogue guards
 every store, the TMA store clips at the tensor edge.
@@ -119,6 +120,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         tn = ctn * cfg.cluster_n + (rank if cfg.cluster_n > 1 else 0)
         return tm * BLK_M, tn * BLK_N
 
+    HINT = {"cache_hint": "evict_first"} if cfg.l2_evict == "first" else {}
+
     def load_stage(Xs, Ys, Xg, Yg, stage, r0, c0, k0, rank, bar):
         """TMA loads of one ring stage, one 64-column swizzle block at a time (a box row is at
         most 128 B); in a pair, each CTA loads its half of the shared tile for both CTAs."""
@@ -127,17 +130,19 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             if cfg.cluster_n > 1:
                 Tx.copy_async(Xs[stage, rank * HX:rank * HX + HX, kb:kb + COL_BLOCK],
                               Xg[r0 + rank * HX:r0 + rank * HX + HX, ks:ks + COL_BLOCK],
-                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST)
+                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST, **HINT)
             else:
                 Tx.copy_async(Xs[stage, :, kb:kb + COL_BLOCK],
-                              Xg[r0:r0 + BLK_M, ks:ks + COL_BLOCK], dispatch="tma_explicit", mbar=bar)
+                              Xg[r0:r0 + BLK_M, ks:ks + COL_BLOCK], dispatch="tma_explicit",
+                              mbar=bar, **HINT)
             if cfg.cluster_m > 1:
                 Tx.copy_async(Ys[stage, rank * HY:rank * HY + HY, kb:kb + COL_BLOCK],
                               Yg[c0 + rank * HY:c0 + rank * HY + HY, ks:ks + COL_BLOCK],
-                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST)
+                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST, **HINT)
             else:
                 Tx.copy_async(Ys[stage, :, kb:kb + COL_BLOCK],
-                              Yg[c0:c0 + BLK_N, ks:ks + COL_BLOCK], dispatch="tma_explicit", mbar=bar)
+                              Yg[c0:c0 + BLK_N, ks:ks + COL_BLOCK], dispatch="tma_explicit",
+                              mbar=bar, **HINT)
 
     def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, consumer, first_k):
         """All wgmmas of one K tile for this consumer's WG_M rows."""
