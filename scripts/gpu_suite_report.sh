@@ -19,6 +19,8 @@ if [ "$1" = bench ]; then
     --rounds ${ROUNDS:-3} 2>&1 | tail -n 30
 else
   STORE=${STORE:-$(ls $SCRATCH/configs/gemm_sm90/*.json | head -1)}  # or a store file you name
+  python3 -m autotune.dispatch prebuild --store $STORE --out $SCRATCH/dispatch --procs $(nproc) \
+    > $R/prebuild.log 2>&1  # the kernels compare times, compiled on every core
   timeout 300 autotune compare gemm --store $STORE --artifacts $SCRATCH/dispatch --out $R/report 2>&1 | tail -n 40
   timeout 240 python3 examples/llama_block.py --store $STORE --artifacts $SCRATCH/dispatch --out $R/llama_block 2>&1 | tail -n 16
   timeout 60 python3 scripts/bench_dispatch_overhead.py --shape 2048x4096x4096 --store $STORE --artifacts $SCRATCH/dispatch --out $R/dispatch_overhead.json 2>&1 | tail -n 10

@@ -397,3 +397,24 @@ def test_runtime_knobs_share_one_binary_and_are_passed_at_launch(tmp_path):
     op(a, b)  # the default config, group 4: still the same binary
     (recorder,) = op.provider.kernels.values()
     assert len(loaded) == 1 and recorder.calls[-1][:2] == (a, b) and recorder.calls[-1][3:] == (4,)
+
+
+def test_parallel_prebuild_compiles_in_workers_and_indexes_here(tmp_path, monkeypatch):
+    pytest.importorskip("tvm")
+    import tirx.compile
+
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path / "cache"))  # cold, and the workers' too
+    compiled_here = []
+    nvrtc = tirx.compile._nvrtc_ptx
+    monkeypatch.setattr(tirx.compile, "_nvrtc_ptx",
+                        lambda *a: compiled_here.append(a) or nvrtc(*a))
+    space = GemmSm90Space()
+    problems = [space.parse_problem("64x256x128"), space.parse_problem("1024x256x128")]
+    index = ArtifactIndex(tmp_path / "artifacts")
+    assert prebuild(space, [], problems, index, procs=2, log=lambda line: None) == 0
+    assert compiled_here == []  # every kernel came from the workers, through the cache
+    for problem in problems:
+        compiled = space.compile_config(space.default_config(problem))
+        assert index.lookup(space.name, problem, compiled) is not None

@@ -25,6 +25,7 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--no-stored", action="store_true", help="skip the stores' own shapes")
     p.add_argument("--out", default=str(DEFAULT_DIR), help=f"artifact directory ({DEFAULT_DIR})")
+    p.add_argument("--procs", type=int, default=1, help="compile processes (default 1)")
     args = parser.parse_args(argv)
 
     space = get_space(args.space)
@@ -37,7 +38,7 @@ def main(argv=None) -> int:
             print(f"no store {path}: that GPU gets defaults", file=sys.stderr)
     problems = [space.parse_problem(s, args.dtype) for s in args.shapes]
     failures = prebuild(space, stores, problems, ArtifactIndex(args.out),
-                        with_stored=not args.no_stored)
+                        with_stored=not args.no_stored, procs=args.procs)
     return 1 if failures else 0
 
 

@@ -4,6 +4,9 @@ shape the config the dispatcher would pick (from each GPU model's store) and the
 
 from __future__ import annotations
 
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
+
 from ..spaces.base import Problem, SearchSpace
 from ..store import ConfigStore, Gpu, expected_header, mismatches
 from .artifacts import ArtifactIndex, config_id
@@ -22,10 +25,22 @@ def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
     return store.entries
 
 
+def _compile_into_cache(job) -> None:
+    """A worker's share of the warm-up: compile into tirx's disk cache. Failures are left for
+    the indexing pass, which meets them again and logs them."""
+    space, problem, config = job
+    try:
+        build_with_tirx(space, problem, config, None)
+    except Exception:
+        pass
+
+
 def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Problem],
              index: ArtifactIndex, *, with_stored: bool = True, build=build_with_tirx,
-             log=print) -> int:
-    """Build what is missing; returns how many builds failed (each is logged)."""
+             log=print, procs: int = 1) -> int:
+    """Build what is missing; returns how many builds failed (each is logged). With `procs` > 1
+    the missing kernels first compile in that many processes into tirx's disk cache; indexing
+    them, one at a time (the index is one file), then finds them there."""
     selectors = [Selector(usable_entries(space, s), rule_for(space.kernel), space.default_config)
                  for s in stores] or [Selector({}, rule_for(space.kernel), space.default_config)]
     wanted: dict[tuple[str, str], tuple] = {}
@@ -39,6 +54,12 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
             for choice in filter(None, (chosen, choices[-1])):  # the pick, and the default
                 compiled = space.compile_config(choice.config)  # one binary per compile class
                 wanted[(problem.key, config_id(compiled))] = (problem, choice, compiled)
+    missing = [(space, problem, compiled) for problem, _, compiled in wanted.values()
+               if index.lookup(space.name, problem, compiled) is None]
+    if procs > 1 and build is build_with_tirx and len(missing) > 1:
+        workers = min(procs, len(missing))
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+            list(pool.map(_compile_into_cache, missing))
     failures = 0
     for n, (problem, choice, compiled) in enumerate(wanted.values(), 1):
         tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(compiled)}"
