@@ -5,8 +5,9 @@ benchmark scripts.
 travels to the GPU machine (cubin + launch description only, to stay under the transfer limit).
 `run_jobs` (needs torch + cuda-bindings, no TVM) checks every job against a float32 reference on
 fresh random inputs with poisoned outputs, and times the jobs asked for, with cuBLAS
-(torch.matmul) timed in the same process, in interleaved rounds per shape. Jobs run in a worker process with a per-job time limit,
-so one hanging kernel costs its own result, not the run's.
+(torch.matmul) timed in the same process, in interleaved rounds per shape. Jobs run in a
+worker process with a per-job time limit, so one hanging kernel costs its own result, not the
+run's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autotune.runner.timing import time_launches  # noqa: E402
+from autotune.runner.timing import interleaved, time_launches  # noqa: E402
 from autotune.spaces.gemm_sm90 import GemmSm90Space  # noqa: E402
 
 SPACE = GemmSm90Space()
@@ -76,23 +77,10 @@ def _median_ms(fn) -> float:
     return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
-def _inputs(problem, seed: int) -> list:
-    """Like SPACE.make_inputs, drawn on the GPU: CPU draws of the largest suite shapes take
-    seconds each, which a lease cannot afford two hundred times."""
-    import torch
-
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    dtype = getattr(torch, problem.dtype)
-    M, N, K = problem["M"], problem["N"], problem["K"]
-    return [torch.randn(M, K, generator=gen, device="cuda").to(dtype),
-            torch.randn(N, K, generator=gen, device="cuda").to(dtype),
-            torch.empty(M, N, dtype=dtype, device="cuda")]
-
-
 def _input_sets(problem, seed: int) -> list:
     per_set = SPACE.bytes_moved(problem)
     n = max(1, min(8, math.ceil(L2_ROTATE_BYTES / per_set)))
-    return [_inputs(problem, seed + s) for s in range(n)]
+    return [SPACE.make_inputs(problem, seed + s, device="cuda") for s in range(n)]
 
 
 def _rotating(calls):
@@ -116,7 +104,7 @@ def _validate(job: dict, art_dir: Path):
     result = {"id": job["id"]}
     errors = []
     for seed in (job["id"] * 7 + 1, job["id"] * 7 + 2):  # two fresh input draws per job
-        inputs = _inputs(problem, seed)
+        inputs = SPACE.make_inputs(problem, seed, device="cuda")
         (out,) = [inputs[i] for i in SPACE.output_indices(problem)]
         out.fill_(float("nan"))  # poison: an unwritten element stays NaN
         kernel(*inputs)
@@ -143,17 +131,20 @@ def _time_shape(problem, timed: list[tuple[dict, object]], rounds: int, beat) ->
 
     sets = _input_sets(problem, 1000 + timed[0][0]["id"])
     vendor = [SPACE.vendor(problem, s) for s in sets]
-    entries = [("cublas", [lambda f=f: f() for f in vendor])]
-    entries += [(job["id"], [lambda s=s, k=kernel: k(*s) for s in sets]) for job, kernel in timed]
-    ms: dict = {name: [] for name, _ in entries}
-    b2b: dict = {name: [] for name, _ in entries}
-    for r in range(rounds):
-        for name, calls in entries[r % len(entries):] + entries[:r % len(entries)]:
-            beat(name)
-            ms[name].append(_median_ms(_rotating(calls)))
-            b2b[name].append(time_launches(lambda i, c=calls: c[i](), len(calls)).median_ms)
-    return {name: (statistics.median(ms[name]), statistics.median(b2b[name]), ms[name])
-            for name, _ in entries}
+    entries = {"cublas": [lambda f=f: f() for f in vendor]}
+    for job, kernel in timed:
+        entries[job["id"]] = [lambda s=s, k=kernel: k(*s) for s in sets]
+
+    def both_timers(name):
+        calls = entries[name]
+        beat(name)
+        return (_median_ms(_rotating(calls)),
+                time_launches(lambda i: calls[i](), len(calls)).median_ms)
+
+    per_round = interleaved({name: lambda n=name: both_timers(n) for name in entries}, rounds)
+    return {name: (statistics.median(ms for ms, _ in rs), statistics.median(b for _, b in rs),
+                   [ms for ms, _ in rs])
+            for name, rs in per_round.items()}
 
 
 def _worker(art_dir: str, jobs: list[dict], rounds: int, conn) -> None:
@@ -180,11 +171,15 @@ def _worker(art_dir: str, jobs: list[dict], rounds: int, conn) -> None:
         problem = SPACE.parse_problem(text, dtype)
         flops = SPACE.flops(problem)
         try:
-            times = _time_shape(problem, [(j, k) for j, k, _ in timed], rounds,
-                                lambda name: conn.send({"running": timed[0][0]["id"] if name == "cublas" else name}))
+            # a hang in cuBLAS's turn is charged to the shape's first job
+            first = timed[0][0]["id"]
+            times = _time_shape(
+                problem, [(j, k) for j, k, _ in timed], rounds,
+                lambda name: conn.send({"running": first if name == "cublas" else name}))
         except Exception as exc:
             for _, _, res in timed:
-                conn.send({**res, "ok": False, "error": f"timing: {type(exc).__name__}: {exc}"[:400]})
+                error = f"timing: {type(exc).__name__}: {exc}"[:400]
+                conn.send({**res, "ok": False, "error": error})
             continue
         cub_ms, cub_b2b, cub_rounds = times["cublas"]
         for job, _, res in timed:
@@ -254,8 +249,8 @@ def gpu_state() -> str:
 
     fields = "clocks.sm,temperature.gpu,power.draw,power.limit,clocks_event_reasons.active"
     try:
-        return subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader", "-i", "0"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
+        query = ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader", "-i", "0"]
+        return subprocess.run(query, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         return f"unavailable: {exc}"
 

@@ -8,7 +8,7 @@ import pytest
 
 from autotune.runner import (Candidate, Cause, CompileOnlyRunner, LocalRunner, RecordedTable,
                              SimulatedRunner, compile_candidate)
-from autotune.runner.timing import input_sets_needed
+from autotune.runner.timing import input_sets_needed, interleaved
 from autotune.runner.validate import check_outputs, poison
 from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
 
@@ -137,3 +137,10 @@ def test_configs_differing_in_runtime_knobs_compile_once():
     assert [r.cause for r in results] == [None] * 3 + [Cause.COMPILE] * 2
     assert [r.tag for r in results] == list(range(5))  # a reused outcome answers its own tag
     assert results[1].compile_s == 0.0 and results[1].resources == results[0].resources
+
+
+def test_interleaved_rounds_time_everything_once_per_round_in_rotated_order():
+    calls = []
+    out = interleaved({n: (lambda n=n: calls.append(n) or len(calls)) for n in "abc"}, rounds=3)
+    assert calls == list("abc" "bca" "cab")
+    assert out == {"a": [1, 6, 8], "b": [2, 4, 9], "c": [3, 5, 7]}

@@ -14,7 +14,7 @@ import time
 
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import is_legal
-from ..runner.timing import input_sets_needed, time_launches
+from ..runner.timing import input_sets_needed, interleaved, time_launches
 from ..runner.validate import check_outputs, poison
 from ..spaces.base import Problem
 from .report import Measurement
@@ -56,7 +56,8 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     launches = {}
     picked = op.pick(problem)
     default = space.default_config(problem)
-    default_kernel = op.provider.get(problem, default) if is_legal(space, default, problem) is not False else None
+    default_kernel = (op.provider.get(problem, default)
+                      if is_legal(space, default, problem) is not False else None)
     for variant, kernel in (("tuned", picked[1] if picked else None), ("default", default_kernel)):
         if kernel is None:
             notes.append(f"no {variant} kernel")
@@ -73,12 +74,9 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     vendor = [space.vendor(problem, s) for s in sets]
     launches["vendor"] = lambda i: vendor[i]()
     _keep_busy(launches["vendor"], len(sets), WARM_MS)
-    per_round: dict[str, list[float]] = {v: [] for v in launches}
-    order = list(launches)
-    for r in range(rounds):
-        for variant in order[r % len(order):] + order[:r % len(order)]:
-            timing = time_launches(launches[variant], len(sets), rounds=1, warmup_ms=5.0)
-            per_round[variant].append(timing.median_ms)
+    per_round = interleaved(
+        {v: lambda f=f: time_launches(f, len(sets), rounds=1, warmup_ms=5.0).median_ms
+         for v, f in launches.items()}, rounds)
     torch.cuda.synchronize()
     times = {v: statistics.median(ts) for v, ts in per_round.items()}
     return Measurement(problem.key, space.flops(problem), times.get("tuned"), times.get("default"),

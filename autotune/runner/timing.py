@@ -27,6 +27,23 @@ def input_sets_needed(bytes_per_set: int, l2_bytes: int, factor: float = 2.0, ca
     return max(1, min(cap, math.ceil(factor * l2_bytes / bytes_per_set)))
 
 
+def rotated(items: list, r: int) -> list:
+    """`items` starting at position r (mod its length): round r's order when several things are
+    timed in turn, so none is always the first after an idle spell or the last in a hot one."""
+    k = r % len(items)
+    return items[k:] + items[:k]
+
+
+def interleaved(measures: dict, rounds: int) -> dict:
+    """Call every measure once per round, rounds in rotated order; {name: [result per round]}.
+    Clock and temperature drift then hit every entry alike."""
+    out = {name: [] for name in measures}
+    for r in range(rounds):
+        for name in rotated(list(measures), r):
+            out[name].append(measures[name]())
+    return out
+
+
 def time_launches(launch: Callable[[int], None], n_sets: int, *, warmup_ms: float = 25.0,
                   rounds: int = 10, min_round_ms: float = 2.0) -> Timing:
     """Time `launch(i)` (which enqueues one kernel on input set i on the current stream)."""

@@ -21,6 +21,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..runner.base import Candidate, Runner
+from ..runner.timing import rotated
 from ..spaces.base import Problem, SearchSpace
 
 FINAL_ATTR = "final"
@@ -52,7 +53,8 @@ def is_current(study: optuna.Study) -> bool:
 
 
 def run_final(study: optuna.Study, space: SearchSpace, problem: Problem, runner: Runner,
-              top: int = 3, rounds: int = 3, on_round: Callable[[int], None] | None = None) -> dict | None:
+              top: int = 3, rounds: int = 3,
+              on_round: Callable[[int], None] | None = None) -> dict | None:
     """Time the finalists `rounds` times each, in a rotated order per round; record and return
     the outcome. None (and nothing recorded) when there are fewer than two finalists."""
     picked = finalists(study, top)
@@ -61,8 +63,7 @@ def run_final(study: optuna.Study, space: SearchSpace, problem: Problem, runner:
     times: dict[int, list[float]] = {t.number: [] for t in picked}
     failed: dict[int, str] = {}
     for r in range(rounds):
-        order = picked[r % len(picked):] + picked[:r % len(picked)]
-        for t in order:
+        for t in rotated(picked, r):
             if t.number not in failed:
                 runner.submit(Candidate(space, dict(t.params), problem, tag=("final", t.number)))
         while runner.in_flight:
