@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autotune.runner.timing import interleaved, time_launches  # noqa: E402
+from autotune.runner.timing import interleaved, time_cold, time_launches  # noqa: E402
 from autotune.spaces.gemm_sm90 import GemmSm90Space  # noqa: E402
 
 SPACE = GemmSm90Space()
@@ -71,26 +71,10 @@ def build_jobs(jobs: list[dict], out: Path, procs: int = 1) -> None:
 
 
 # ---------------------------------------------------------------- GPU side (no TVM)
-def _median_ms(fn) -> float:
-    from triton.testing import do_bench
-
-    return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
-
-
 def _input_sets(problem, seed: int) -> list:
     per_set = SPACE.bytes_moved(problem)
     n = max(1, min(8, math.ceil(L2_ROTATE_BYTES / per_set)))
     return [SPACE.make_inputs(problem, seed + s, device="cuda") for s in range(n)]
-
-
-def _rotating(calls):
-    state = {"i": 0}
-
-    def run():
-        calls[state["i"] % len(calls)]()
-        state["i"] += 1
-
-    return run
 
 
 def _validate(job: dict, art_dir: Path):
@@ -138,8 +122,11 @@ def _time_shape(problem, timed: list[tuple[dict, object]], rounds: int, beat) ->
     def both_timers(name):
         calls = entries[name]
         beat(name)
-        return (_median_ms(_rotating(calls)),
-                time_launches(lambda i: calls[i](), len(calls)).median_ms)
+        def launch(i):
+            calls[i]()
+
+        return (time_cold(launch, len(calls)).median_ms,
+                time_launches(launch, len(calls)).median_ms)
 
     per_round = interleaved({name: lambda n=name: both_timers(n) for name in entries}, rounds)
     return {name: (statistics.median(ms for ms, _ in rs), statistics.median(b for _, b in rs),
