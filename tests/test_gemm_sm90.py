@@ -164,6 +164,8 @@ def _compile_and_check(problem, config, tmp_path):
     assert art.launch.block == ((c.consumers + 1) * 128, 1, 1)
     # evict-first operand loads carry an L2 cache policy; with "normal" no load does
     assert ("L2::cache_hint" in art.source) == (c.l2_evict == "first")
+    # the TMA-store epilogue stages the tile with stmatrix; the register epilogue has none
+    assert ("stmatrix.sync.aligned.m8n8.x4" in art.source) == (c.epilogue == "tma")
 
 
 @pytest.mark.parametrize("problem, config", covering_sample(),

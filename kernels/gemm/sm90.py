@@ -209,8 +209,16 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         """TMA-store epilogue, one swizzle-row-wide column chunk at a time through EPI_BUFS
         shared buffers per consumer: chunk n waits only until the store of chunk n - EPI_BUFS
         has read its buffer, and the small staging area leaves shared memory to the ring.
-        TMA clips each box at the tensor's edge."""
+        Each warp writes its 16 rows with `stmatrix` (four 8x8 matrices, 16 columns, per
+        instruction: the accumulator fragment is stmatrix's register layout), not with 2-byte
+        stores. TMA clips each box at the tensor's edge."""
         leader = T.And(warp == 0, lane == 0)
+        frag = T.alloc_local((8,), dtype)  # one stmatrix.x4: 4 words of 2 elements
+        words = frag.view("uint32")
+        # lane L addresses row L % 8 of matrix L // 8: rows +8 for odd matrices, columns +8
+        # for the second pair
+        lane_row = warp * 16 + (lane // 8) % 2 * 8 + lane % 8
+        lane_col = lane // 16 * 8
         for n in range(BLK_N // EPI_W):
             buf = consumer * EPI_BUFS + n % EPI_BUFS
             with T.If(leader):
@@ -218,10 +226,13 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(EPI_BUFS - 1))
             T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
             for j in range(M_ATOMS):
-                for i in range(n * EPI_W // 2, (n + 1) * EPI_W // 2):
-                    r, c = acc_coords(i, warp, lane)
-                    T.buffer_store(Ds, T.Cast(dtype, acc[j * BLK_N // 2 + i]),
-                                   [buf, j * WGMMA_M + r, c - n * EPI_W])
+                for p in range(EPI_W // 16):
+                    first = j * BLK_N // 2 + n * EPI_W // 2 + p * 8
+                    for k in range(8):
+                        T.buffer_store(frag, T.Cast(dtype, acc[first + k]), [k])
+                    addr = Ds.ptr_to([buf, j * WGMMA_M + lane_row, p * 16 + lane_col])
+                    T.evaluate(T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
+                        addr, words[0], words[1], words[2], words[3]))
             T.evaluate(T.ptx.fence.proxy.async_.shared__cta())
             T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
             with T.If(leader):
