@@ -23,6 +23,13 @@ def test_registered_identity():
                                                                        "K": 2048}
 
 
+def test_template_hash_covers_every_file_the_kernel_is_built_from():
+    # geometry, shared-memory layout and epilogue chunking live in _sm90_config.py: a change
+    # there must make stored configs stale like a change to the kernel body
+    names = [f.rsplit("/", 1)[-1] for f in SPACE.template_files()]
+    assert names == ["sm90.py", "_sm90_wgmma.py", "_sm90_config.py"]
+
+
 def test_parameters_are_categoricals_over_every_knob():
     params = SPACE.parameters(BIG)
     assert set(params) == set(KNOBS)

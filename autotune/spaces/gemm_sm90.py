@@ -18,7 +18,9 @@ Legality rules (checked before anything compiles; `violations` names each broken
   accumulators per thread (160 for one consumer at split 2: measured spills); the f32 partials
   (consumers x accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
 
-Not in the space (not implemented): stream-K, fp8, a ping-pong consumer schedule.
+Not in the space: stream-K, fp8, and a ping-pong consumer schedule. Ping-pong was tried,
+ran correctly and was 6-18% slower on the H100 suite's large shapes:
+studies/results/suite_h100_s5/README.md.
 """
 
 from __future__ import annotations
@@ -285,4 +287,4 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
     def template_files(self) -> list[str]:
         root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
-        return [str(root / "sm90.py"), str(root / "_sm90_wgmma.py")]
+        return [str(root / f) for f in ("sm90.py", "_sm90_wgmma.py", "_sm90_config.py")]
