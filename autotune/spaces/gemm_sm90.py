@@ -19,7 +19,7 @@ Legality rules (checked before anything compiles; `violations` names each broken
   (consumers x accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
 
 Not in the space: stream-K, fp8, and a ping-pong consumer schedule. Ping-pong was tried,
-ran correctly and was 6-18% slower on the H100 suite's large shapes:
+ran correctly and was 4-19% slower on the H100 suite's large shapes:
 studies/results/suite_h100_s5/README.md.
 """
 
