@@ -7,7 +7,10 @@ default, of the best config found, and of cuBLAS (torch.matmul) measured in the 
 
 Candidates per shape: the hand-tuned default, the tuned config from a config store (`--store`,
 the tuner's output: studies/configs/gemm_sm90/<gpu>.json), and the space's seed configs,
-neighbours of the default (unless --no-neighbours). "Best" is the fastest of them in this run.
+neighbours of the default (unless --no-neighbours). Each distinct config is timed once: a tuned
+config that is also the default or a seed is that candidate's measurement (timing the same
+kernel twice differed by up to 4% at 4096^3, which reads as a gap that is not there). "Best" is
+the fastest candidate in this run.
 Every candidate is validated (poisoned output, fresh inputs) before it is timed. A shape's
 candidates and cuBLAS are timed in interleaved rounds (`--rounds`, each in a rotated order, so
 drift in clocks and temperature hits all alike); each figure is the median over the rounds of
@@ -43,8 +46,20 @@ def bench_jobs(shapes, store=None, neighbours=True) -> list[dict]:
                         "tag": "default" if i == 0 else f"c{i}"})
         entry = store.get(problem) if store else None
         if entry:
-            out.append({"problem": text, "config": entry.config, "time": True, "tag": "tuned"})
+            same = [j for j in out if j["problem"] == text and j["config"] == entry.config]
+            if same:
+                same[0]["tuned"] = True
+            else:
+                out.append({"problem": text, "config": entry.config, "time": True,
+                            "tag": "tuned", "tuned": True})
     return out
+
+
+def _ms_of(rows: list[dict], role: str, key: str):
+    """`key` of the row playing `role`, or None. The tuned row is flagged (results written
+    before candidates were shared carry only the tag)."""
+    return next((r[key] for r in rows
+                 if r.get("tag") == role or (role == "tuned" and r.get("tuned"))), None)
 
 
 def report(results: list[dict]) -> str:
@@ -65,8 +80,7 @@ def report(results: list[dict]) -> str:
             continue
         best = max(timed, key=lambda r: r["tflops"])
         cub = best["cublas_tflops"]
-        tf = {tag: next((r["tflops"] for r in timed if r.get("tag") == tag), math.nan)
-              for tag in ("default", "tuned")}
+        tf = {role: _ms_of(timed, role, "tflops") or math.nan for role in ("default", "tuned")}
         tf["best"] = best["tflops"]
         for tag, v in tf.items():
             if not math.isnan(v):
@@ -75,7 +89,7 @@ def report(results: list[dict]) -> str:
         lines.append(f"| {shape} | {tf['default']:.1f} | {tf['tuned']:.1f} | {tf['best']:.1f} | "
                      f"{cub:.1f} | {tf['default'] / cub:.3f} | {tf['tuned'] / cub:.3f} | "
                      f"{tf['best'] / cub:.3f} | {tf['default'] / tf['best']:.3f} | "
-                     f"{best.get('tag')}: {cfg} |")
+                     f"{best.get('tag')}{' (tuned)' if best.get('tuned') else ''}: {cfg} |")
 
     lines.append("\n" + _geomeans(ratios))
     b2b = _b2b_ratios(by_shape)
@@ -101,10 +115,10 @@ def _b2b_ratios(by_shape: dict[str, list[dict]]) -> dict[str, list[float]]:
         if not timed:
             continue
         vendor = timed[0]["cublas_b2b_ms"]
-        for tag in ("default", "tuned"):
-            ms = next((r["b2b_ms"] for r in timed if r.get("tag") == tag), None)
+        for role in ("default", "tuned"):
+            ms = _ms_of(timed, role, "b2b_ms")
             if ms:
-                ratios[tag].append(vendor / ms)
+                ratios[role].append(vendor / ms)
         ratios["best"].append(vendor / min(r["b2b_ms"] for r in timed))
     return ratios
 
