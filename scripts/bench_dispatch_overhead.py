@@ -3,9 +3,11 @@ CUDA-graph capture check. Goal: <= 5 us over the bare launch.
 
     python scripts/bench_dispatch_overhead.py [--shape 64x1024x1024] [--out result.json]
 
-Host time per call = wall time of a loop of enqueues / calls, with the GPU kept busy enough
-never to block (small kernel, loop shorter than the launch queue); median over repeats. The
-same kernel object serves both sides, so the difference is the dispatch alone.
+Host time per call = wall time of a loop of enqueues / calls (small kernel, loop shorter than
+the launch queue: the host never blocks). Each repeat times every variant in a rotated order;
+the overhead is the median over repeats of the difference within a repeat, so drift of the
+host between variants cancels. The same kernel object serves both sides, so the difference is
+the dispatch alone.
 """
 
 from __future__ import annotations
@@ -20,18 +22,29 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def per_call_us(fn, calls: int, repeats: int) -> float:
+def per_call_samples(variants: dict, calls: int, repeats: int) -> dict[str, list[float]]:
+    """Host us per call of each variant, `repeats` samples each. Every repeat times every
+    variant, in a rotated order: host drift (clock, other processes) then hits all alike, and
+    a repeat's samples can be compared with each other."""
     import torch
 
-    samples = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
+    names = list(variants)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = variants[name]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / calls * 1e6)
+            torch.cuda.synchronize()
+    return samples
+
+
+def paired_overhead_us(samples: dict[str, list[float]], variant: str, base: str) -> float:
+    """Median over repeats of (variant - base) measured in the same repeat."""
+    return statistics.median(v - b for v, b in zip(samples[variant], samples[base]))
 
 
 def graph_check(op, a, b) -> dict:
@@ -92,9 +105,11 @@ def main(argv=None) -> int:
     }
     for fn in variants.values():  # warm every path (lazy init, allocator)
         fn()
-    result = {name: per_call_us(fn, args.calls, args.repeats) for name, fn in variants.items()}
-    result["dispatch_overhead_us"] = result["dispatch_out"] - result["bare_kernel"]
-    result["dispatch_alloc_overhead_us"] = result["dispatch_alloc"] - result["bare_kernel"]
+    samples = per_call_samples(variants, args.calls, args.repeats)
+    result = {name: statistics.median(xs) for name, xs in samples.items()}
+    result["dispatch_overhead_us"] = paired_overhead_us(samples, "dispatch_out", "bare_kernel")
+    result["dispatch_alloc_overhead_us"] = paired_overhead_us(samples, "dispatch_alloc",
+                                                              "bare_kernel")
     result["goal_met"] = result["dispatch_overhead_us"] <= 5.0
     result["cuda_graph"] = graph_check(op, a, b)
     ref = a.float() @ b.float().T
