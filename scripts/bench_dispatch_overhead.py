@@ -23,23 +23,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def per_call_samples(variants: dict, calls: int, repeats: int) -> dict[str, list[float]]:
-    """Host us per call of each variant, `repeats` samples each. Every repeat times every
-    variant, in a rotated order: host drift (clock, other processes) then hits all alike, and
-    a repeat's samples can be compared with each other."""
+    """Host us per call of each variant, `repeats` samples each, every repeat timing every
+    variant in a rotated order (runner.timing.interleaved): host drift (clock, other
+    processes) then hits all alike, and a repeat's samples can be compared with each other."""
     import torch
 
-    names = list(variants)
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(repeats):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            fn = variants[name]
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            samples[name].append((time.perf_counter() - t0) / calls * 1e6)
-            torch.cuda.synchronize()
-    return samples
+    from autotune.runner.timing import interleaved
+
+    def per_call(fn):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        us = (time.perf_counter() - t0) / calls * 1e6
+        torch.cuda.synchronize()
+        return us
+
+    return interleaved({name: lambda f=fn: per_call(f) for name, fn in variants.items()},
+                       repeats)
 
 
 def paired_overhead_us(samples: dict[str, list[float]], variant: str, base: str) -> float:

@@ -55,7 +55,7 @@ def bench_jobs(shapes, store=None, neighbours=True) -> list[dict]:
     return out
 
 
-def _ms_of(rows: list[dict], role: str, key: str):
+def _role_value(rows: list[dict], role: str, key: str):
     """`key` of the row playing `role`, or None. The tuned row is flagged (results written
     before candidates were shared carry only the tag)."""
     return next((r[key] for r in rows
@@ -80,7 +80,8 @@ def report(results: list[dict]) -> str:
             continue
         best = max(timed, key=lambda r: r["tflops"])
         cub = best["cublas_tflops"]
-        tf = {role: _ms_of(timed, role, "tflops") or math.nan for role in ("default", "tuned")}
+        tf = {role: _role_value(timed, role, "tflops") or math.nan
+              for role in ("default", "tuned")}
         tf["best"] = best["tflops"]
         for tag, v in tf.items():
             if not math.isnan(v):
@@ -116,7 +117,7 @@ def _b2b_ratios(by_shape: dict[str, list[dict]]) -> dict[str, list[float]]:
             continue
         vendor = timed[0]["cublas_b2b_ms"]
         for role in ("default", "tuned"):
-            ms = _ms_of(timed, role, "b2b_ms")
+            ms = _role_value(timed, role, "b2b_ms")
             if ms:
                 ratios[role].append(vendor / ms)
         ratios["best"].append(vendor / min(r["b2b_ms"] for r in timed))

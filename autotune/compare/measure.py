@@ -59,11 +59,11 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     # where the tuner kept the default, one kernel plays both roles: timing it twice would
     # show run-to-run spread (up to 4% on the H100) as a tuned/default gap
     tuned_is_default = bool(picked) and picked[0].config == default
-    default_kernel = (op.provider.get(problem, default) if not tuned_is_default
-                      and is_legal(space, default, problem) is not False else None)
-    for variant, kernel in (("tuned", picked[1] if picked else None), ("default", default_kernel)):
-        if variant == "default" and tuned_is_default:
-            continue
+    variants = [("tuned", picked[1] if picked else None)]
+    if not tuned_is_default:
+        variants.append(("default", op.provider.get(problem, default)
+                         if is_legal(space, default, problem) is not False else None))
+    for variant, kernel in variants:
         if kernel is None:
             notes.append(f"no {variant} kernel")
             continue
