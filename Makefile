@@ -1,7 +1,10 @@
 # The two commands a newcomer needs; each creates the environment it runs in.
 #   make tune   - the main job: a tuning study of the Hopper GEMM on its embedded default shapes
 #   make test   - the test suite (what CI runs)
-PY ?= python3
+# Python 3.12 where the machine has one (the GPU machines run 3.12; the Blackwell simulator's
+# wheel needs it), else python3 (3.11 or newer). pyenv's shims exist even where they fail: run each.
+PY ?= $(shell for p in python3.12 $$(pyenv root 2>/dev/null)/versions/3.12*/bin/python3.12 python3; do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 VENV := .venv
 STAMP := $(VENV)/.installed
 

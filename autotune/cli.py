@@ -87,6 +87,17 @@ def _device_list(text: str) -> list[int] | None:
     return devices
 
 
+def _require_toolchain() -> None:
+    """A missing CUDA compiler piece is the machine's fault: say so once, before any trial."""
+    from tirx.errors import CompileError
+    from tirx.toolchain import cuda_root
+
+    try:
+        cuda_root()
+    except CompileError as exc:
+        raise UserError(str(exc)) from None
+
+
 def _make_runner(args, space):
     from .runner import CompileOnlyRunner, LocalRunner, RecordedTable, SimulatedRunner
     from .runner.devices import gpus_for_arch, visible_gpus
@@ -103,6 +114,7 @@ def _make_runner(args, space):
         except (OSError, ValueError, KeyError) as exc:
             raise UserError(f"cannot read recorded table {args.simulate}: {exc}") from None
         return SimulatedRunner(table, slots=len(devices) if devices else 1)
+    _require_toolchain()
     if args.compile_only:
         return CompileOnlyRunner(compile_workers=args.compile_workers, cache_dir=args.cache_dir)
     if args.ray is not None:

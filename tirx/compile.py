@@ -20,10 +20,10 @@ from .artifact import Artifact, Resources
 from .errors import CompileError, ResourceLimitError
 from .host_ir import launch_spec
 from .resources import resource_violations
+from . import toolchain
 
 # Bump when this layer changes what it produces for the same kernel source.
 LAYER_REVISION = "1"
-CUDA_ROOT_CANDIDATES = ("/usr/local/cuda",)
 
 
 def default_cache_dir() -> Path:
@@ -42,6 +42,7 @@ def toolchain_versions() -> dict[str, str]:
         "nvrtc": f"{major}.{minor}",
         "nvjitlink": "{}.{}".format(*nvjitlink.version()),
         "layer": LAYER_REVISION,
+        **toolchain.describe(),  # the headers compiled against
     }
 
 
@@ -60,7 +61,6 @@ def build(prim_func, arch: str = "sm_90a", *, cache_dir: str | os.PathLike | Non
 
     Raises CompileError(kind=lowering|nvrtc|ptxas|resources) with the compiler's message."""
     lim = limits(arch)
-    _ensure_cuda_path()
     versions = toolchain_versions()
     key = cache_key(prim_func, arch, versions)
     path = Path(cache_dir or default_cache_dir()) / arch / key
@@ -88,18 +88,6 @@ def build(prim_func, arch: str = "sm_90a", *, cache_dir: str | os.PathLike | Non
     art = Artifact(key=key, arch=arch, launch=launch, resources=resources, versions=versions,
                    cubin=cubin, source=source, ptxas_log=log)
     return art.save(path) if use_cache else art
-
-
-def _ensure_cuda_path() -> None:
-    # TVM finds CUDA headers through CUDA_PATH; the nvcc on PATH may be a wrapper script
-    # from which it would derive the wrong root.
-    if os.environ.get("CUDA_PATH"):
-        return
-    for root in CUDA_ROOT_CANDIDATES:
-        if Path(root, "include", "cuda_runtime.h").exists():
-            os.environ["CUDA_PATH"] = root
-            return
-    raise CompileError("nvrtc", "no CUDA toolkit headers found: set CUDA_PATH to the CUDA 13 root")
 
 
 def _lower(prim_func, arch: str):
@@ -167,7 +155,7 @@ def _assemble_with_ptxas(ptx: bytes, arch: str) -> tuple[bytes, str]:
     import subprocess
     import tempfile
 
-    ptxas = Path(os.environ["CUDA_PATH"], "bin", "ptxas")
+    ptxas = toolchain.ptxas()
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp, "kernel.ptx"), Path(tmp, "kernel.cubin")
         src.write_bytes(ptx.rstrip(b"\x00"))  # NVRTC counts the C string terminator

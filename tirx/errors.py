@@ -6,12 +6,13 @@ from __future__ import annotations
 class CompileError(RuntimeError):
     """A candidate that did not become an artifact.
 
-    kind: "lowering" (TIRx rejected or failed to lower the kernel), "nvrtc" (the CUDA source
+    kind: "toolchain" (a CUDA compiler piece is missing: the machine's fault, not the kernel's),
+    "lowering" (TIRx rejected or failed to lower the kernel), "nvrtc" (the CUDA source
     did not compile), "ptxas" (PTX did not assemble), "resources" (a hardware limit is exceeded).
     The compiler's own message is kept in `log`.
     """
 
-    KINDS = ("lowering", "nvrtc", "ptxas", "resources")
+    KINDS = ("toolchain", "lowering", "nvrtc", "ptxas", "resources")
 
     def __init__(self, kind: str, message: str, log: str = ""):
         assert kind in self.KINDS, kind
