@@ -1,6 +1,7 @@
 """The command line: listing spaces, tuning (simulated, compile-only), and one clear error with
 exit status 2 for each user mistake."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def test_console_script_error_has_no_traceback():
     (["tune", SYNTHETIC, "--fix", "stages"], "expected NAME=VALUE"),
     (["tune", SYNTHETIC, "--shapes", "8x48x32", "--fix", "block_m=128"], "illegal fixed parameters"),
     (["tune", SYNTHETIC, "--sampler", "annealing"], "unknown sampler 'annealing'"),
-    (["tune", SYNTHETIC, "--sampler", "gp"], "needs torch"),
+    (["tune", SYNTHETIC, "--sampler", "gp"],
+     "needs " + " and ".join(m for m in ("torch", "scipy") if importlib.util.find_spec(m) is None)),
     (["tune", SYNTHETIC, "--storage", "postgresql://u:secret@127.0.0.1:9/db"], "cannot open storage"),
     (["tune", SYNTHETIC, "--storage", "sqlite:////proc/no/such/dir/x.db"], "cannot create"),
     (["tune", SYNTHETIC, "--gpus", "0,0"], "distinct indices"),

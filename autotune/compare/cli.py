@@ -70,7 +70,7 @@ def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
             raise UserError(f"--shapes: {exc}") from None
     else:
         problems = [op.selector.problems[k] for k in sorted(op.selector.problems)]
-        problems.sort(key=lambda p: (p.dtype, tuple(v for _, v in p.shape)))
+        problems.sort(key=lambda p: (p.dtype, tuple(v for _, v in p.fields)))
     if not problems:
         raise UserError("nothing to compare: no usable config store and no --shapes")
     rows = []

@@ -78,24 +78,27 @@ def is_legal(space: SearchSpace, config: Config, problem: Problem) -> bool | Non
 
 
 class Dispatcher:
-    def __init__(self, space: SearchSpace, selector: Selector, provider: KernelProvider, binding,
+    """Serves calls of `space.op` with `space`'s kernels."""
+
+    def __init__(self, space: SearchSpace, selector: Selector, provider: KernelProvider,
                  store_path: str | None = None):
-        self.space, self.selector, self.provider, self.binding = space, selector, provider, binding
+        self.space, self.selector, self.provider = space, selector, provider
+        self.op = space.op
         self.store_path = store_path  # None: no usable store, defaults only
         self.routes: dict[Hashable, Route] = {}
 
     def __call__(self, *args, out=None):
-        route = self.routes.get(self.binding.call_key(args))
+        route = self.routes.get(self.op.call_key(args))
         if route is None:
             route = self.route(*args)
         return route.launch(args, out)
 
     def route(self, *args) -> Route:
         """Choose (and cache) the route for this call's shape."""
-        key = self.binding.call_key(args)
+        key = self.op.call_key(args)
         route = self.routes.get(key)
         if route is None:
-            route = self.routes[key] = self._choose(args, self.binding.problem(args))
+            route = self.routes[key] = self._choose(args, self.op.call_problem(args))
         return route
 
     def pick(self, problem: Problem) -> tuple[Choice, Callable] | None:
@@ -110,12 +113,12 @@ class Dispatcher:
         picked = self.pick(problem)
         if picked is not None:
             choice, kernel = picked
-            launch = self.binding.launcher(args, problem, kernel)
+            launch = self.op.launcher(args, problem, kernel)
             return Route(problem, choice.reason, choice.tuned, choice.config, launch)
         warnings.warn(f"{self.space.name}: no kernel for {problem.key} (neither tuned nor "
                       "default; build or prebuild one): using the vendor op", NoKernelWarning,
                       stacklevel=3)
-        return Route(problem, VENDOR, None, None, self.binding.vendor_launcher(args, problem))
+        return Route(problem, VENDOR, None, None, self.op.vendor_launcher(args, problem))
 
     def _kernel(self, choice: Choice, problem: Problem):
         if is_legal(self.space, choice.config, problem) is False:

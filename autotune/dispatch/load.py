@@ -9,30 +9,35 @@ import warnings
 from pathlib import Path
 
 from ..errors import UserError
-from ..spaces import get_space
+from ..spaces import discover, get_space
 from ..spaces.base import Config, Problem, SearchSpace
 from ..store import DEFAULT_ROOT, ConfigStore, Gpu, current_gpu, expected_header, store_path
 from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
 from .artifacts import DEFAULT_DIR, ArtifactIndex
-from .bindings import BINDINGS
 from .dispatcher import Dispatcher, KernelProvider
-from .rules import Selector, rule_for
-
-# Kernel name -> the space that implements it on an arch. Spelled out (not entry points) because
-# the GPU machines run the repository without installing it.
-SPACES = {
-    ("gemm", "sm_90a"): "autotune.spaces.gemm_sm90:GemmSm90Space",
-    ("gemm", "sm_100a"): "autotune.spaces.gemm_sm100:GemmSm100Space",
-}
+from .rules import Selector
 
 
 def resolve_space(name: str, arch: str) -> SearchSpace:
-    """`name` is a kernel ("gemm": the space for `arch`), a registered space or module:Class."""
-    target = SPACES.get((name, arch))
-    if target is None and any(kernel == name for kernel, _ in SPACES):
-        archs = ", ".join(a for kernel, a in SPACES if kernel == name)
-        raise UserError(f"no {name} space for {arch} (there is one for {archs})")
-    space = get_space(target or name)
+    """The space that serves `name` on `arch`: `name` is a kernel ("gemm": the registered plugin
+    whose op is gemm and whose arch is `arch`), a registered space, or module:Class."""
+    plugins = discover()
+    if ":" not in name and name not in plugins:
+        serving = [info.space_class for info in plugins.values()
+                   if info.loaded and getattr(info.space_class, "kernel", None) == name]
+        if not serving:
+            kernels = sorted({info.space_class.kernel for info in plugins.values() if info.loaded})
+            raise UserError(f"no plugin serves kernel or space {name!r} (kernels: "
+                            f"{', '.join(kernels) or 'none'}; spaces: {', '.join(plugins)})")
+        here = [cls for cls in serving if cls.arch == arch]
+        if not here:
+            archs = ", ".join(sorted({cls.arch for cls in serving}))
+            raise UserError(f"no {name} space for {arch} (there is one for {archs})")
+        if len(here) > 1:
+            raise UserError(f"several spaces serve {name} on {arch} "
+                            f"({', '.join(cls.name for cls in here)}): name one")
+        return here[0]()
+    space = get_space(name)
     if space.arch != arch:
         raise UserError(f"space {space.name} is for {space.arch}, this GPU is {arch}")
     return space
@@ -90,15 +95,13 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
     if gpu is None:
         raise UserError("autotune.load: no CUDA GPU here")
     space = resolve_space(kernel, gpu.arch)
-    binding = BINDINGS.get(space.kernel)
-    if binding is None:
-        raise UserError(f"autotune.load: no torch binding for kernel {space.kernel!r} yet "
-                        f"(have {', '.join(BINDINGS)})")
+    if space.op is None:
+        raise UserError(f"autotune.load: space {space.name} names no op (autotune.ops.Op): "
+                        "nothing says how its kernels meet torch")
     usable, origin = open_store(space, gpu, store)
-    selector = Selector(usable.entries if usable else {}, rule_for(space.kernel),
-                        space.default_config)
+    selector = Selector(usable.entries if usable else {}, space.op.bucket, space.default_config)
     index = ArtifactIndex(artifacts or os.environ.get("AUTOTUNE_ARTIFACTS") or DEFAULT_DIR)
     do_build = tvm_available() if build is None else build
     provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),
                               build_with_tirx if do_build else None)
-    return Dispatcher(space, selector, provider, binding(), store_path=origin)
+    return Dispatcher(space, selector, provider, store_path=origin)

@@ -12,7 +12,7 @@ from ..store import ConfigStore, Gpu, expected_header, mismatches
 from .artifacts import ArtifactIndex, config_id
 from .dispatcher import is_legal
 from .load import build_with_tirx
-from .rules import Selector, rule_for
+from .rules import Selector
 
 
 def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
@@ -41,8 +41,8 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
     """Build what is missing; returns how many builds failed (each is logged). With `procs` > 1
     the missing kernels first compile in that many processes into tirx's disk cache; indexing
     them, one at a time (the index is one file), then finds them there."""
-    selectors = [Selector(usable_entries(space, s), rule_for(space.kernel), space.default_config)
-                 for s in stores] or [Selector({}, rule_for(space.kernel), space.default_config)]
+    selectors = [Selector(usable_entries(space, s), space.op.bucket, space.default_config)
+                 for s in stores] or [Selector({}, space.op.bucket, space.default_config)]
     wanted: dict[tuple[str, str], tuple] = {}
     for selector in selectors:
         todo = list(problems)

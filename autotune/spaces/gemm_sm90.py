@@ -25,7 +25,6 @@ studies/results/suite_h100_s5/README.md.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from kernels.gemm._sm90_config import (
@@ -36,8 +35,8 @@ from kernels.gemm._sm90_config import (
     smem_bytes,
 )
 
+from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
-from .gemm_common import GemmProblem
 
 SMEM_LIMIT = 232448
 MAX_ACC_REGS = {1: 192, 2: 128}
@@ -93,10 +92,10 @@ def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
     return tiles / (-(-tiles // sms) * sms)
 
 
-class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
+class GemmSm90Space(CategoricalKnobs, SearchSpace):
     name = "gemm_sm90"
-    kernel = "gemm"
     arch = "sm_90a"
+    op = GEMM
     default_shapes = SUITE
 
     # -- the space ------------------------------------------------------------------------
@@ -271,12 +270,9 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
     # -- problems -------------------------------------------------------------------------
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
-        m = re.fullmatch(r"\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*", text)
-        if not m:
-            raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")
-        M, N, K = (int(g) for g in m.groups())
-        check_shape(M, N, K, dtype)
-        return Problem.of(dtype, M=M, N=N, K=K)
+        problem = GEMM.parse(text, dtype)
+        check_shape(problem["M"], problem["N"], problem["K"], dtype)
+        return problem
 
     # -- building and checking ------------------------------------------------------------
     def build(self, config: Config, problem: Problem):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from .compat import (Gpu, StoreMismatchWarning, current_gpu, expected_header, load_compatible,
                      mismatches, store_path, template_hash)
-from .format import SCHEMA_VERSION, ConfigStore, CorruptStoreError, Entry, Header, problem_from_key
+from .format import SCHEMA_VERSION, ConfigStore, CorruptStoreError, Entry, Header
 from .merge import MergeConflict, merge, merge_into
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "studies" / "configs"
@@ -13,5 +13,5 @@ DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "studies" / "configs"
 __all__ = [
     "DEFAULT_ROOT", "SCHEMA_VERSION", "ConfigStore", "CorruptStoreError", "Entry", "Gpu", "Header",
     "MergeConflict", "StoreMismatchWarning", "current_gpu", "expected_header", "load_compatible",
-    "merge", "merge_into", "mismatches", "problem_from_key", "store_path", "template_hash",
+    "merge", "merge_into", "mismatches", "store_path", "template_hash",
 ]

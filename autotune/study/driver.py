@@ -303,7 +303,7 @@ def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
                                 sampler=sampler, direction="minimize", load_if_exists=True)
     if "space" not in study.user_attrs:
         for name, value in {"space": space.name, "kernel": space.kernel, "arch": space.arch,
-                            "problem": problem.key, "shape": problem.sizes, "dtype": problem.dtype,
+                            "problem": problem.key, "shape": problem.values, "dtype": problem.dtype,
                             "flops": space.flops(problem), "timed": timed,
                             "timer": timer}.items():
             study.set_user_attr(name, value)

@@ -190,3 +190,13 @@ class SpaceConformance:
         result = evaluator.evaluate(Job(candidate, compiled, seed=1))
         assert result.ok, f"{result.cause}: {result.message}"
         assert result.timing is not None and result.timing.median_ms > 0
+
+    # -- the op ------------------------------------------------------------------------------
+    def test_op_declares_the_problems(self):
+        op = self.space.op
+        if op is None:
+            pytest.skip("names no op: tunable, not dispatchable")
+        assert self.space.kernel == op.name, f"kernel {self.space.kernel!r}, op {op.name!r}"
+        for problem in self.problems():
+            assert [name for name, _ in problem.fields] == list(op.fields), problem.key
+            assert op.from_key(problem.key) == problem, f"{problem.key} does not round-trip"
