@@ -70,12 +70,12 @@ class CompileMemo:
         self._outcomes: dict[tuple, Compiled | Result] = {}
 
     @staticmethod
-    def _key(candidate: Candidate) -> tuple:
+    def key(candidate: Candidate) -> tuple:
         space = candidate.space
         return space.name, candidate.problem.key, space.compile_key(candidate.config)
 
     def get(self, candidate: Candidate) -> Compiled | Result | None:
-        outcome = self._outcomes.get(self._key(candidate))
+        outcome = self._outcomes.get(self.key(candidate))
         if isinstance(outcome, Result):
             return dataclasses.replace(outcome, tag=candidate.tag)
         return None if outcome is None else dataclasses.replace(outcome, compile_s=0.0)
@@ -83,7 +83,7 @@ class CompileMemo:
     def put(self, candidate: Candidate, outcome: Compiled | Result) -> None:
         if len(self._outcomes) >= self.size:
             del self._outcomes[next(iter(self._outcomes))]  # the oldest
-        self._outcomes[self._key(candidate)] = outcome
+        self._outcomes[self.key(candidate)] = outcome
 
 
 def unpack(compiled: Compiled, into: str) -> Compiled:
@@ -95,3 +95,9 @@ def unpack(compiled: Compiled, into: str) -> Compiled:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     return dataclasses.replace(compiled, artifact_path=str(root), files=None)
+
+
+def compile_nothing(space: SearchSpace, config: Config, problem: Problem,
+                    cache_dir: str | None = None) -> Compiled:
+    """The compiler of replays: a recorded time needs no binary."""
+    return Compiled(artifact_path=None)

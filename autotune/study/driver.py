@@ -27,18 +27,21 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..errors import UserError
-from ..runner.base import Candidate, Result, Runner
+from ..runner.base import Candidate, Provenance, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
 from .final import FINAL_ATTR, chosen, is_current, run_final
 from .proposals import Proposals
 
-OK, COMPILED, ILLEGAL = "ok", "compiled", "illegal"
+OK, COMPILED, VALIDATED, ILLEGAL = "ok", "compiled", "validated", "illegal"
+MEASURED = Provenance("measured")
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
-def study_name(space: SearchSpace, problem: Problem, timed: bool = True) -> str:
-    # Compile-only trials carry no time: keep them out of the study that searches for speed.
-    return f"{space.name}/{problem.key}" + ("" if timed else "/compile-only")
+def study_name(space: SearchSpace, problem: Problem,
+               provenance: Provenance = MEASURED) -> str:
+    # Compile-only or replayed trials are no measurements: keep them out of the study that
+    # holds a device's times.
+    return f"{space.name}/{problem.key}{provenance.study_suffix}"
 
 
 @dataclasses.dataclass
@@ -177,6 +180,8 @@ class _ProblemDriver:
 
     def _result_attrs(self, result: Result) -> tuple[TrialState, float | None, dict]:
         attrs: dict[str, Any] = {"runner": self.runner.mode, "resources": result.resources}
+        if result.device:
+            attrs["device"] = result.device
         if result.compile_s is not None:
             attrs["compile_s"] = round(result.compile_s, 3)
         if result.rel_errors:
@@ -185,8 +190,9 @@ class _ProblemDriver:
             attrs.update(outcome=result.cause.value, cause=result.cause.value,
                          message=result.message[-2000:])
             return TrialState.FAIL, None, attrs
-        if result.timing is None:  # compile-only: honest, with no time
-            attrs.update(outcome=COMPILED)
+        if result.timing is None:  # compile-only or validated in simulation: no time
+            attrs.update(outcome=VALIDATED if self.runner.provenance.kind == "validated"
+                         else COMPILED)
             return TrialState.PRUNED, None, attrs
         t = result.timing
         attrs.update(outcome=OK, time_ms=t.median_ms, spread=t.spread,
@@ -296,22 +302,35 @@ class _ProblemDriver:
 
 
 def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
-               timed: bool = True, timer: str = "rotate") -> optuna.Study:
-    """Create or resume the study of one problem. Its times come from one timer: resuming it
-    with another is refused (their times do not compare)."""
-    study = optuna.create_study(storage=storage, study_name=study_name(space, problem, timed),
+               provenance: Provenance = MEASURED, timer: str = "rotate") -> optuna.Study:
+    """Create or resume the study of one problem. Its times come from one kind of runner, one
+    timer and the same devices (or table): resuming it with others is refused (their times do
+    not compare)."""
+    study = optuna.create_study(storage=storage, study_name=study_name(space, problem, provenance),
                                 sampler=sampler, direction="minimize", load_if_exists=True)
+    where = {"kind": provenance.kind, **provenance.detail}
     if "space" not in study.user_attrs:
         for name, value in {"space": space.name, "kernel": space.kernel, "arch": space.arch,
                             "problem": problem.key, "shape": problem.values, "dtype": problem.dtype,
-                            "flops": space.flops(problem), "timed": timed,
-                            "timer": timer}.items():
+                            "flops": space.flops(problem), "timed": provenance.timed,
+                            "timer": timer, "provenance": where}.items():
             study.set_user_attr(name, value)
     stored = study.user_attrs.get("timer", "rotate")  # studies from before the choice: rotate
-    if timed and stored != timer:
+    if provenance.timed and stored != timer:
         raise UserError(f"study {study.study_name!r} was timed with --timer {stored}; resume it "
                         f"with that timer, or tune with --timer {timer} into another --storage")
+    before = study.user_attrs.get("provenance")  # studies from before provenance: accepted
+    differ = [k for k in ("devices", "sha256") if before and before.get(k) != where.get(k)]
+    if differ:
+        raise UserError(f"study {study.study_name!r} holds times {_where(before)}; this runner's "
+                        f"come {_where(where)}: tune into another --storage")
     return study
+
+
+def _where(provenance: dict) -> str:
+    if provenance.get("kind") == "replayed":
+        return f"replayed from {provenance.get('table')} ({provenance.get('sha256')})"
+    return f"measured on {', '.join(provenance.get('devices') or ['?'])}"
 
 
 def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storage,
@@ -327,7 +346,8 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
     sampler's fixed parameters; it overrides the default config too. Then the final round
     (final.py) times the `final_top` fastest configs and the default `final_rounds` times each
     (0 for either: none; the pick is then the fastest trial)."""
-    study = open_study(space, problem, storage, timed=runner.timed, timer=runner.timer)
+    study = open_study(space, problem, storage, provenance=runner.provenance,
+                       timer=runner.timer)
     return _ProblemDriver(space, problem, study, sampler, runner, trials, retime_best, progress,
                           fixed, final_top, final_rounds).run()
 

@@ -1,0 +1,100 @@
+"""Device pools on this machine: one isolated worker process per device running an Evaluator
+(GPUs with CudaEvaluator; any evaluator, e.g. a simulator's, on devices named None), and the
+pool of no devices (compile-only: a compiled candidate is the result)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+
+from .base import Evaluator, Job, Provenance, Result
+from .compile import unpack
+from .isolation import IsolatedWorker
+from .sides import DevicePool, Key
+
+
+class WorkerPool(DevicePool):
+    """One isolated worker per entry of `devices` (a GPU index, pinned with
+    CUDA_VISIBLE_DEVICES; or None), each evaluating one job at a time; `names` label results."""
+
+    name = "local"
+
+    def __init__(self, evaluator: Evaluator, devices: list[int | None], provenance: Provenance,
+                 names: list[str] | None = None):
+        self._provenance, self.names = provenance, names or [None] * len(devices)
+        self.timer = getattr(evaluator, "timer", self.timer)
+        self.workers: list[IsolatedWorker] = []
+        try:
+            for device in devices:
+                self.workers.append(IsolatedWorker(
+                    evaluator.evaluate, evaluator.setup, device, wait=False,
+                    name=f"autotune-device{'' if device is None else device}"))
+            for w in self.workers:
+                w.wait_ready()
+        except Exception:
+            self.close()
+            raise
+        self._keys: dict[int, Key] = {}
+        self._scratch = tempfile.mkdtemp(prefix="autotune-artifacts-")
+
+    provenance = property(lambda self: self._provenance)
+    slots = property(lambda self: len(self.workers))
+    busy = property(lambda self: len(self._keys))
+
+    @property
+    def restarts(self) -> int:
+        return sum(w.restarts for w in self.workers)
+
+    def start(self, key: Key, job: Job) -> None:
+        i = next(i for i, w in enumerate(self.workers) if not w.busy)
+        if job.compiled.files:  # built on another machine
+            job = dataclasses.replace(job, compiled=unpack(
+                job.compiled, os.path.join(self._scratch, str(len(os.listdir(self._scratch))))))
+        self.workers[i].submit(job)
+        self._keys[i] = key
+
+    def harvest(self):
+        out = []
+        for i in list(self._keys):
+            finished, result = self.workers[i].poll()
+            if finished:
+                result.device = self.names[i]
+                out.append((self._keys.pop(i), result))
+        return out
+
+    def kill(self, key: Key) -> None:
+        i = next(i for i, k in self._keys.items() if k == key)
+        del self._keys[i]
+        self.workers[i].restart()
+
+    def wait_handles(self):
+        return "conn", [self.workers[i].connection for i in self._keys]
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.workers, self._keys = [], {}
+
+
+class NoDevices(DevicePool):
+    """Compile-only: a compiled candidate's result is its resource report, untimed."""
+
+    name = "none"
+
+    def __init__(self):
+        self._done: list = []
+
+    provenance = property(lambda self: Provenance("compile-only"))
+    slots = property(lambda self: 1)
+    busy = property(lambda self: 0)
+
+    def start(self, key: Key, job: Job) -> None:
+        self._done.append((key, Result(None, resources=job.compiled.resources)))
+
+    def harvest(self):
+        done, self._done = self._done, []
+        return done
+
+    def kill(self, key: Key) -> None:
+        raise RuntimeError("nothing runs on no devices")
