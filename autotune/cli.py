@@ -33,7 +33,7 @@ def _parse_value(text: str, dist):
 
 
 def _fixed_params(space, problems, items: list[str]) -> dict:
-    from .testing.conformance import _random_config
+    from .spaces.sampling import random_config
 
     fixed = {}
     for item in items:
@@ -56,7 +56,7 @@ def _fixed_params(space, problems, items: list[str]) -> dict:
         params = space.parameters(problem)
         default = {**space.default_config(problem), **fixed}
         reasons = space.violations(default, problem)
-        samples = (dict(_random_config(params, rng), **fixed) for _ in range(2000))
+        samples = (dict(random_config(params, rng), **fixed) for _ in range(2000))
         if reasons and all(space.violations(c, problem) for c in samples):
             raise UserError(f"illegal fixed parameters for {problem.key}: " + "; ".join(reasons))
     return fixed
@@ -285,15 +285,18 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("--space", help="only this space (and its default storage)")
     results.add_argument("--storage", help="Optuna storage URL")
 
+    from .bench.cli import add_commands as add_bench_commands
     from .compare import add_compare_command  # pandas/matplotlib load only when it runs
 
     add_compare_command(sub)
+    add_bench_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "trials", 1) < 1:
         parser.error("--trials must be at least 1")
     command = {"tune": cmd_tune, "spaces": cmd_spaces, "results": cmd_results}.get(

@@ -101,6 +101,7 @@ class Result:
     compile_s: float | None = None
     fatal: bool = False  # the worker's state is unusable (poisoned CUDA context): restart it
     device: str | None = None  # the device that ran it, as its driver names it
+    artifact: str | None = None  # the compiled artifact it ran (a tirx.Artifact directory)
 
     @property
     def ok(self) -> bool:

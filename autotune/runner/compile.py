@@ -25,10 +25,13 @@ def compile_with_tirx(space: SearchSpace, config: Config, problem: Problem,
 
     artifact = tirx.build(space.build(space.compile_config(config), problem), arch=space.arch,
                           cache_dir=cache_dir)
+    return Compiled(artifact_path=str(artifact.path), resources=resources_of(artifact))
+
+
+def resources_of(artifact) -> dict:
+    """A tirx.Artifact's ptxas report as a Result carries it."""
     res = artifact.resources
-    resources = {**dataclasses.asdict(res), "smem_bytes": res.smem_bytes,
-                 "spill_bytes": res.spill_bytes}
-    return Compiled(artifact_path=str(artifact.path), resources=resources)
+    return {**dataclasses.asdict(res), "smem_bytes": res.smem_bytes, "spill_bytes": res.spill_bytes}
 
 
 def _cause_of(exc: BaseException) -> Cause:

@@ -23,6 +23,7 @@ class WorkerPool(DevicePool):
     def __init__(self, evaluator: Evaluator, devices: list[int | None], provenance: Provenance,
                  names: list[str] | None = None):
         self._provenance, self.names = provenance, names or [None] * len(devices)
+        self.devices = list(devices)
         self.timer = getattr(evaluator, "timer", self.timer)
         self.workers: list[IsolatedWorker] = []
         try:
@@ -90,7 +91,8 @@ class NoDevices(DevicePool):
     busy = property(lambda self: 0)
 
     def start(self, key: Key, job: Job) -> None:
-        self._done.append((key, Result(None, resources=job.compiled.resources)))
+        self._done.append((key, Result(None, resources=job.compiled.resources,
+                                       artifact=job.compiled.artifact_path)))
 
     def harvest(self):
         done, self._done = self._done, []

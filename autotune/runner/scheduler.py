@@ -132,6 +132,7 @@ class Scheduler(Runner):
             _, compiled = self._running.pop(key)
             result.resources = result.resources or compiled.resources
             result.compile_s = compiled.compile_s
+            result.artifact = compiled.artifact_path
             self._finish(key, result)
 
     def _compile_finished(self, key: Key, outcome: Compiled | Result) -> None:

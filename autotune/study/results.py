@@ -17,6 +17,23 @@ def trials_table(study: optuna.Study) -> pd.DataFrame:
                                          "duration", "datetime_complete"))
 
 
+# Outcomes of trials that never reached a device (or reused another trial's result).
+_OFF_DEVICE = {ILLEGAL, "compile", "resources", "compiled", ""}
+
+
+def device_trials_per_min(study: optuna.Study) -> tuple[int, float | None]:
+    """Trials that ran on a device (timed, or failed there), and how many a minute finished in
+    steady state: between the first and the last of their completions (start-up excluded)."""
+    done = sorted(t.datetime_complete for t in study.get_trials(deepcopy=False)
+                  if t.state.is_finished() and t.datetime_complete
+                  and t.user_attrs.get("outcome", "") not in _OFF_DEVICE
+                  and "duplicate_of" not in t.user_attrs)
+    if len(done) < 2:
+        return len(done), None
+    span = (done[-1] - done[0]).total_seconds()
+    return len(done), (len(done) - 1) / span * 60 if span > 0 else None
+
+
 def best_configs(storage, space: str | None = None) -> pd.DataFrame:
     """The pick of every study in `storage` (of one space, if given): one row per shape. The pick
     is the final round's winner at its median when the round is current (`final` True), else
@@ -41,8 +58,11 @@ def best_configs(storage, space: str | None = None) -> pd.DataFrame:
             "time_ms": time_ms,
             "tflops": flops / time_ms / 1e9 if flops and time_ms else None,
             "final": is_current(study),
+            "device_trials": device_trials_per_min(study)[0],
+            "trials_per_min": device_trials_per_min(study)[1],
             "trial": best.number if best else None,
             "config": dict(best.params) if best else None,
         })
     return pd.DataFrame(rows, columns=["space", "problem", "arch", "timed", "trials", "failed",
-                                       "time_ms", "tflops", "final", "trial", "config"])
+                                       "time_ms", "tflops", "final", "device_trials",
+                                       "trials_per_min", "trial", "config"])

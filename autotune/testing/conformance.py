@@ -28,6 +28,7 @@ from ..runner.compile import compile_candidate, compile_with_tirx
 from ..runner.devices import gpus_for_arch
 from ..spaces.base import IllegalConfig, Problem, SearchSpace
 from ..spaces.registry import discover
+from ..spaces.sampling import random_config
 
 
 def _contains(dist: optuna.distributions.BaseDistribution, value) -> bool:
@@ -37,18 +38,6 @@ def _contains(dist: optuna.distributions.BaseDistribution, value) -> bool:
         return dist._contains(dist.to_internal_repr(value))
     except (TypeError, ValueError):
         return False
-
-
-def _random_config(params: dict, rng: random.Random) -> dict:
-    config = {}
-    for name, dist in params.items():
-        if isinstance(dist, optuna.distributions.CategoricalDistribution):
-            config[name] = rng.choice(dist.choices)
-        elif isinstance(dist, optuna.distributions.IntDistribution):
-            config[name] = rng.randrange(dist.low, dist.high + 1, dist.step)
-        else:
-            config[name] = rng.uniform(dist.low, dist.high)
-    return config
 
 
 class SpaceConformance:
@@ -67,7 +56,7 @@ class SpaceConformance:
     def sampled_configs(self, problem: Problem) -> list[dict]:
         rng = random.Random(0)
         params = dict(self.space.parameters(problem))
-        return [_random_config(params, rng) for _ in range(self.samples)]
+        return [random_config(params, rng) for _ in range(self.samples)]
 
     # -- identity ----------------------------------------------------------------------------
     def test_identity(self):

@@ -1,7 +1,7 @@
 """Per-call host overhead of the autotune dispatcher over a bare tirx.Kernel launch, and a
 CUDA-graph capture check. Goal: <= 5 us over the bare launch.
 
-    python scripts/bench_dispatch_overhead.py [--shape 64x1024x1024] [--out result.json]
+    python -m autotune.bench.dispatch_overhead [--shape 64x1024x1024] [--out result.json]
 
 Host time per call = wall time of a loop of enqueues / calls (small kernel, loop shorter than
 the launch queue: the host never blocks). Each repeat times every variant in a rotated order;
@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 
 def per_call_samples(variants: dict, calls: int, repeats: int) -> dict[str, list[float]]:
     """Host us per call of each variant, `repeats` samples each, every repeat timing every
@@ -28,7 +26,7 @@ def per_call_samples(variants: dict, calls: int, repeats: int) -> dict[str, list
     processes) then hits all alike, and a repeat's samples can be compared with each other."""
     import torch
 
-    from autotune.runner.timing import interleaved
+    from ..runner.timing import interleaved
 
     def per_call(fn):
         torch.cuda.synchronize()
@@ -79,9 +77,9 @@ def main(argv=None) -> int:
 
     import torch
 
-    import autotune
+    from ..dispatch import load
 
-    op = autotune.load("gemm", store=args.store, artifacts=args.artifacts)
+    op = load("gemm", store=args.store, artifacts=args.artifacts)
     M, N, K = (int(x) for x in args.shape.split("x"))
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
@@ -92,7 +90,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 1
     kernel = op.provider.get(route.problem, route.config)
-    from autotune.dispatch.torch_op import register_torch_op
+    from ..dispatch.torch_op import register_torch_op
 
     torch_op = register_torch_op(op)  # torch.ops.autotune.gemm
     stream = torch.cuda.current_stream().cuda_stream
