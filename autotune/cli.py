@@ -9,6 +9,7 @@ import argparse
 import random
 import sys
 
+from .arguments import device_list, parse_shapes
 from .errors import UserError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
@@ -62,31 +63,6 @@ def _fixed_params(space, problems, items: list[str]) -> dict:
     return fixed
 
 
-def _problems(space, shapes: list[str] | None, dtype: str | None):
-    texts = shapes or list(space.default_shapes)
-    if not texts:
-        raise UserError(f"{space.name} has no default shapes: pass --shapes")
-    problems = []
-    for text in texts:
-        try:
-            problems.append(space.parse_problem(text, dtype) if dtype else space.parse_problem(text))
-        except ValueError as exc:
-            raise UserError(f"--shapes {text!r} ({space.name}): {exc}") from None
-    return problems
-
-
-def _device_list(text: str) -> list[int] | None:
-    if text == "all":
-        return None
-    try:
-        devices = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--gpus {text!r}: expected 'all' or indices such as 0,1") from None
-    if not devices or len(set(devices)) != len(devices) or min(devices) < 0:
-        raise UserError(f"--gpus {text!r}: expected 'all' or distinct indices such as 0,1")
-    return devices
-
-
 def _require_toolchain() -> None:
     """A missing CUDA compiler piece is the machine's fault: say so once, before any trial."""
     from tirx.errors import CompileError
@@ -123,7 +99,7 @@ def _runner_name(args, space) -> str:
 def _make_runner(args, space):
     from .runner import RunnerOptions, make_runner
 
-    devices = _device_list(args.gpus)
+    devices = device_list(args.gpus)
     name = _runner_name(args, space)
     if name != "simulated":  # every other runner compiles
         _require_toolchain()
@@ -167,7 +143,7 @@ def cmd_tune(args) -> int:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = get_space(args.space)
-    problems = _problems(space, args.shapes, args.dtype)
+    problems = parse_shapes(space, args.shapes, args.dtype)
     fixed = _fixed_params(space, problems, args.fix)
     make_sampler(args.sampler, args.seed, fixed)  # fail early on a sampler that cannot be made
     storage = open_storage(args.storage or default_storage_url(space.name))

@@ -76,10 +76,10 @@ def test_validate_and_bench_commands_without_a_gpu(tmp_path, monkeypatch, capsys
     toy = "toy_rowscale:RowScaleSm90Space"
     assert cli.main(["validate", toy, "--per-shape", "1", "--compile-workers", "1",
                      "--artifacts", "index"]) == 0
-    rows = [json.loads(line) for line in open("validate/validate.jsonl")]
+    rows = [json.loads(line) for line in open("autotune-results/validate/validate.jsonl")]
     assert [r["outcome"] for r in rows] == ["compiled"] * 4 and all(r["artifact"] for r in rows)
     assert all(r["artifact"].startswith(str(tmp_path / "index")) for r in rows)
-    record = json.loads(open("validate/validate.md").read().split("\n\n")[0])
+    record = json.loads(open("autotune-results/validate/validate.md").read().split("\n\n")[0])
     assert record["provenance"] == "compile-only" and record["command"].startswith("autotune validate")
     index = json.loads(open("index/index.json").read())
     assert len(index) == len({(r["problem"], json.dumps(r["config"], sort_keys=True)) for r in rows})

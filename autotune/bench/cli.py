@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..errors import UserError
+from ..locations import results_dir
 
 
 def _common(p: argparse.ArgumentParser, out: str) -> None:
@@ -18,7 +19,8 @@ def _common(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--compile-workers", type=int, help="compile processes (default: cores/2)")
     p.add_argument("--artifacts", help="artifact index: kernels found there are not compiled, "
                                        "kernels compiled are added (carry it to a GPU machine)")
-    p.add_argument("--out", default=out, help=f"results directory (default ./{out})")
+    p.add_argument("--out", default=str(results_dir(out)),
+                   help=f"results directory (default ./{results_dir(out)})")
 
 
 def add_commands(sub) -> None:
@@ -36,7 +38,7 @@ def add_commands(sub) -> None:
 
 
 def _setup(args):
-    from ..cli import _device_list, _problems
+    from ..arguments import device_list, parse_shapes
     from ..runner.compile import compile_with_tirx
     from ..spaces import get_space
     from .compiler import IndexedCompiler
@@ -45,10 +47,10 @@ def _setup(args):
     if args.compile_workers is not None and args.compile_workers < 0:
         raise UserError(f"--compile-workers {args.compile_workers}: expected 0 or more")
     space = get_space(args.space)
-    problems = _problems(space, args.shapes, args.dtype)
+    problems = parse_shapes(space, args.shapes, args.dtype)
     compiler = (IndexedCompiler(str(Path(args.artifacts).resolve())) if args.artifacts
                 else compile_with_tirx)
-    runner = check_runner(space, compiler, _device_list(args.gpus), args.compile_workers,
+    runner = check_runner(space, compiler, device_list(args.gpus), args.compile_workers,
                           args.timeout)
     return space, problems, runner
 

@@ -14,11 +14,11 @@ import platform
 from pathlib import Path
 
 from ..errors import UserError
+from ..locations import results_dir
 from ..store import ConfigStore
 from ..store.compat import device_slug
 from .report import Measurement, write_report
 
-REPORT_ROOT = Path(__file__).resolve().parents[2] / "studies" / "reports"
 
 
 def add_compare_command(subparsers) -> argparse.ArgumentParser:
@@ -29,10 +29,12 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--store", help="config store file (default: the one for this GPU)")
     p.add_argument("--shapes", nargs="+", help="shapes in the space's syntax (default: stored ones)")
     p.add_argument("--dtype", default="bfloat16")
-    p.add_argument("--artifacts", help="prebuilt kernel directory (default .cache/dispatch)")
+    p.add_argument("--artifacts", help="prebuilt kernel directory (default "
+                   "$AUTOTUNE_ARTIFACTS, else ~/.cache/autotune/dispatch)")
     p.add_argument("--from-store", metavar="FILE", help="report the store's recorded times")
     p.add_argument("--rounds", type=int, default=10)
-    p.add_argument("--out", help="report directory (default studies/reports/<space>/<gpu>)")
+    p.add_argument("--out", help="report directory (default "
+                   "./autotune-results/compare/<space>/<gpu>)")
     p.set_defaults(func=compare_main)
     return p
 
@@ -89,7 +91,7 @@ def compare_main(args) -> int:
 
     rows, context, space_name, device = (_from_store(args.from_store) if args.from_store
                                          else _measured(args))
-    out = Path(args.out) if args.out else REPORT_ROOT / space_name / device_slug(device)
+    out = Path(args.out) if args.out else results_dir("compare") / space_name / device_slug(device)
     title = f"{space_name} on {device}: tuned vs default vs vendor"
     table = write_report(rows, out, title, context)
     with pd.option_context("display.width", 200, "display.max_columns", None,

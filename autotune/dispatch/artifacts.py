@@ -19,7 +19,6 @@ from pathlib import Path
 from ..spaces.base import Config, Problem
 
 INDEX = "index.json"
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / ".cache" / "dispatch"
 
 
 def config_id(config: Config) -> str:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..spaces import discover, get_space
+from ..locations import artifacts_dir, store_root
 from ..spaces.base import Config, Problem, SearchSpace
-from ..store import DEFAULT_ROOT, ConfigStore, Gpu, current_gpu, expected_header, store_path
+from ..store import ConfigStore, Gpu, current_gpu, expected_header, store_path
 from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
-from .artifacts import DEFAULT_DIR, ArtifactIndex
+from .artifacts import ArtifactIndex
 from .dispatcher import Dispatcher, KernelProvider
 from .rules import Selector
 
@@ -76,7 +77,7 @@ def open_store(space: SearchSpace, gpu: Gpu, store) -> tuple[ConfigStore | None,
                           "defaults", StoreMismatchWarning, stacklevel=3)
             return None, None
         return store, "<in memory>"
-    path = Path(store) if store is not None else store_path(DEFAULT_ROOT, space.name, gpu.device)
+    path = Path(store) if store is not None else store_path(store_root(), space.name, gpu.device)
     found = load_compatible(path, expected)
     return found, (str(path) if found is not None else None)
 
@@ -86,9 +87,11 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
          build: bool | None = None, device: int = 0, load_kernel=None) -> Dispatcher:
     """A callable running `kernel` with the best config for each call's shape.
 
-    store: a store file or ConfigStore (default studies/configs/<space>/<gpu>.json); one that
+    store: a store file or ConfigStore (default <store root>/<space>/<gpu>.json, the root
+        $AUTOTUNE_STORES or ./studies/configs); one that
         does not match the GPU or template is refused with a warning (defaults are used).
-    artifacts: directory of prebuilt kernels (default .cache/dispatch, or $AUTOTUNE_ARTIFACTS).
+    artifacts: directory of prebuilt kernels (default $AUTOTUNE_ARTIFACTS, else
+        ~/.cache/autotune/dispatch).
     build: compile missing kernels with TVM (default: when TVM is installed).
     gpu, load_kernel: for tests - the GPU to assume, and path -> kernel callable."""
     gpu = gpu or current_gpu(device)
@@ -100,7 +103,7 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
                         "nothing says how its kernels meet torch")
     usable, origin = open_store(space, gpu, store)
     selector = Selector(usable.entries if usable else {}, space.op.bucket, space.default_config)
-    index = ArtifactIndex(artifacts or os.environ.get("AUTOTUNE_ARTIFACTS") or DEFAULT_DIR)
+    index = ArtifactIndex(artifacts or artifacts_dir())
     do_build = tvm_available() if build is None else build
     provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),
                               build_with_tirx if do_build else None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Callable, ClassVar, Hashable
 
-from ..spaces.base import Problem, Value, dtype_tolerance
+from .problem import Problem, Value, dtype_tolerance
 from .bucket import BucketRule
 
 Launcher = Callable[[tuple, object], object]  # (call args, out or None) -> the result

@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from ..spaces.base import Problem, Value
+from .problem import Problem, Value
 
 
 def next_pow2(n: int) -> int:

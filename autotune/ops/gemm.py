@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..spaces.base import Problem
+from .problem import Problem
 from .base import Launcher, Op, dtype_name
 from .bucket import BucketRule
 

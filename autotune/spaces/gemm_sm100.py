@@ -159,6 +159,8 @@ class GemmSm100Space(CategoricalKnobs, SearchSpace):
 
     # -- identity -------------------------------------------------------------------------
     def template_files(self) -> list[str]:
-        root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
+        import kernels.gemm
+
+        root = Path(kernels.gemm.__file__).parent
         return [str(root / "sm100.py"), str(root / "_sm100_kernel.py")]
 

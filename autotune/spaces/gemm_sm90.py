@@ -20,7 +20,7 @@ Legality rules (checked before anything compiles; `violations` names each broken
 
 Not in the space: stream-K, fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
-studies/results/suite_h100_s5/README.md.
+studies/2026-11-22-h100-gemm-sm90/README.md.
 """
 
 from __future__ import annotations
@@ -282,5 +282,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                           kernel_config(config))
 
     def template_files(self) -> list[str]:
-        root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
+        import kernels.gemm
+
+        root = Path(kernels.gemm.__file__).parent
         return [str(root / f) for f in ("sm90.py", "_sm90_wgmma.py", "_sm90_config.py")]
