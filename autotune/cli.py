@@ -6,7 +6,6 @@ end with one line on stderr and exit status 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 
 from .arguments import device_list, parse_shapes
@@ -34,7 +33,7 @@ def _parse_value(text: str, dist):
 
 
 def _fixed_params(space, problems, items: list[str]) -> dict:
-    from .spaces.sampling import random_config
+    from .study.fixed import check_fixed
 
     fixed = {}
     for item in items:
@@ -50,16 +49,7 @@ def _fixed_params(space, problems, items: list[str]) -> dict:
                 fixed[name] = _parse_value(text, params[name])
             except UserError as exc:
                 raise UserError(f"--fix {item}: {exc}") from None
-    if not fixed:
-        return fixed
-    rng = random.Random(0)
-    for problem in problems:
-        params = space.parameters(problem)
-        default = {**space.default_config(problem), **fixed}
-        reasons = space.violations(default, problem)
-        samples = (dict(random_config(params, rng), **fixed) for _ in range(2000))
-        if reasons and all(space.violations(c, problem) for c in samples):
-            raise UserError(f"illegal fixed parameters for {problem.key}: " + "; ".join(reasons))
+    check_fixed(space, problems, fixed)
     return fixed
 
 
@@ -194,7 +184,7 @@ def cmd_results(args) -> int:
 
     if not args.storage and not args.space:
         raise UserError("pass --storage URL or --space NAME (whose default storage is read)")
-    storage = open_storage(args.storage or default_storage_url(args.space))
+    storage = open_storage(args.storage or default_storage_url(args.space), create=False)
     table = best_configs(storage, args.space)
     if table.empty:
         print("no studies")

@@ -2,6 +2,10 @@
 candidates (synthetic evaluator in real worker processes)."""
 
 import math
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -152,3 +156,54 @@ def test_interleaved_rounds_time_everything_once_per_round_in_rotated_order():
     out = interleaved({n: (lambda n=n: calls.append(n) or len(calls)) for n in "abc"}, rounds=3)
     assert calls == list("abc" "bca" "cab")
     assert out == {"a": [1, 6, 8], "b": [2, 4, 9], "c": [3, 5, 7]}
+
+
+_DRIVER_WITH_WORKERS = """
+import time
+from autotune.runner import Candidate, ProcessBuilder, Provenance, Scheduler, WorkerPool
+from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
+space = SyntheticSpace(faults={"hang": [{"block_m": 32}]})
+runner = Scheduler(ProcessBuilder(stub_compile, 2),
+                   WorkerPool(SyntheticEvaluator(), [0, 1], Provenance("measured")), timeout_s=600)
+runner.submit(Candidate(space, {"block_m": 32, "block_n": 16, "stages": 1},
+                        space.parse_problem("128x48x32")))
+runner.collect(timeout=1)  # compiled; a device worker now hangs in it
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def _alive_descendants(pid: int) -> set[int]:
+    """Processes below `pid` (by /proc's parent links) that are not zombies."""
+    parents, states = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            states[int(entry)], parents[int(entry)] = fields[0], int(fields[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - out
+        out |= frontier
+    return {p for p in out if states.get(p) != "Z"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_driver_leaves_no_processes():
+    proc = subprocess.Popen([sys.executable, "-c", _DRIVER_WITH_WORKERS], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        workers = _alive_descendants(proc.pid)
+        assert len(workers) >= 4  # two compile and two device workers (and mp's tracker)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and {p for p in workers if os.path.exists(f"/proc/{p}")
+                                           and _alive_descendants(1) & {p}}:
+        time.sleep(0.2)
+    left = {p for p in workers if p in _alive_descendants(1)}
+    assert not left, f"left behind: {left}"

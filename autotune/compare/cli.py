@@ -24,8 +24,9 @@ from .report import Measurement, write_report
 def add_compare_command(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("compare", help="tuned vs default vs vendor: table, plots, report",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kernel", nargs="?", default="gemm",
-                   help="kernel ('gemm': the space for this GPU) or space name")
+    p.add_argument("kernel", nargs="?",
+                   help="kernel (default gemm: the space for this GPU) or space name; with "
+                        "--from-store, the store's")
     p.add_argument("--store", help="config store file (default: the one for this GPU)")
     p.add_argument("--shapes", nargs="+", help="shapes in the space's syntax (default: stored ones)")
     p.add_argument("--dtype", default="bfloat16")
@@ -39,11 +40,13 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _from_store(path: str) -> tuple[list[Measurement], dict[str, str], str, str]:
+def _from_store(path: str, kernel: str | None) -> tuple[list[Measurement], dict[str, str], str, str]:
     from ..spaces import get_space
 
     store = ConfigStore.read(path)
     h = store.header
+    if kernel and kernel not in (h.kernel, h.space):
+        raise UserError(f"{path} is a store of {h.space} ({h.kernel}), not of {kernel}")
     try:
         space = get_space(h.space)
         flops = lambda e: space.flops(e.parsed_problem)  # noqa: E731
@@ -51,19 +54,28 @@ def _from_store(path: str) -> tuple[list[Measurement], dict[str, str], str, str]
         flops = lambda e: 0.0  # noqa: E731
     rows = [Measurement(e.problem, flops(e), e.time_ms, e.default_ms, e.vendor_ms, "recorded")
             for e in store.sorted_entries()]
-    context = {"source": f"times recorded in {path}", "device": h.device,
+    context = {"source": f"times recorded in {path}", "times": h.provenance, "device": h.device,
                "arch": h.arch, "driver / CUDA": f"{h.driver} / {h.cuda}", "TVM": h.tvm,
                "template": h.template}
     return rows, context, h.space, h.device
 
 
 def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
-    import torch
+    from ..store import current_gpu
+
+    if current_gpu() is None:
+        raise UserError("autotune compare measures on a GPU: no CUDA GPU here (report a store's "
+                        "recorded times with --from-store FILE)")
+    try:
+        import torch
+    except ImportError:
+        raise UserError("autotune compare measures with torch: it is not installed "
+                        "(or report a store's recorded times with --from-store FILE)") from None
 
     from ..dispatch import load
     from .measure import measure
 
-    op = load(args.kernel, store=args.store, artifacts=args.artifacts)
+    op = load(args.kernel or "gemm", store=args.store, artifacts=args.artifacts)
     space = op.space
     if args.shapes:
         try:
@@ -89,8 +101,8 @@ def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
 def compare_main(args) -> int:
     import pandas as pd
 
-    rows, context, space_name, device = (_from_store(args.from_store) if args.from_store
-                                         else _measured(args))
+    rows, context, space_name, device = (_from_store(args.from_store, args.kernel)
+                                         if args.from_store else _measured(args))
     out = Path(args.out) if args.out else results_dir("compare") / space_name / device_slug(device)
     title = f"{space_name} on {device}: tuned vs default vs vendor"
     table = write_report(rows, out, title, context)

@@ -115,10 +115,19 @@ class Dispatcher:
             choice, kernel = picked
             launch = self.op.launcher(args, problem, kernel)
             return Route(problem, choice.reason, choice.tuned, choice.config, launch)
-        warnings.warn(f"{self.space.name}: no kernel for {problem.key} (neither tuned nor "
-                      "default; build or prebuild one): using the vendor op", NoKernelWarning,
-                      stacklevel=3)
+        warnings.warn(f"{self.space.name}: {self._why_no_kernel(problem)}: using the vendor op",
+                      NoKernelWarning, stacklevel=3)
         return Route(problem, VENDOR, None, None, self.op.vendor_launcher(args, problem))
+
+    def _why_no_kernel(self, problem: Problem) -> str:
+        try:
+            reasons = self.space.violations(self.space.default_config(problem), problem)
+        except ImportError:
+            reasons = []
+        if reasons:  # the default is legal for every shape the template takes: not this one
+            return f"no kernel of this template can take {problem.key} ({'; '.join(reasons)})"
+        return (f"no kernel for {problem.key} here (neither tuned nor default is built; build "
+                "one where TVM is, or `python -m autotune.dispatch prebuild` it)")
 
     def _kernel(self, choice: Choice, problem: Problem):
         if is_legal(self.space, choice.config, problem) is False:

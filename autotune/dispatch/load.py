@@ -14,6 +14,7 @@ from ..locations import artifacts_dir, store_root
 from ..spaces.base import Config, Problem, SearchSpace
 from ..store import ConfigStore, Gpu, current_gpu, expected_header, store_path
 from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
+from ..store.format import CorruptStoreError, Entry
 from .artifacts import ArtifactIndex
 from .dispatcher import Dispatcher, KernelProvider
 from .rules import Selector
@@ -78,8 +79,40 @@ def open_store(space: SearchSpace, gpu: Gpu, store) -> tuple[ConfigStore | None,
             return None, None
         return store, "<in memory>"
     path = Path(store) if store is not None else store_path(store_root(), space.name, gpu.device)
-    found = load_compatible(path, expected)
+    try:
+        found = load_compatible(path, expected)
+    except CorruptStoreError as exc:  # a call must still run: on the defaults
+        warnings.warn(f"{exc}: using the hand-tuned defaults", StoreMismatchWarning, stacklevel=3)
+        return None, None
     return found, (str(path) if found is not None else None)
+
+
+def valid_entries(space: SearchSpace, entries: dict[str, Entry]) -> dict[str, Entry]:
+    """The entries a dispatcher may use: each key a problem of the space's op, each config legal
+    for its own shape. The others are named in a warning and left out: one bad line must not
+    make calls raise or silently serve a shape with another shape's config."""
+    out = {}
+    for key, entry in entries.items():
+        try:
+            problem = space.op.from_key(key) if space.op else Problem.from_key(key)
+            if problem.key != key:
+                raise ValueError(f"it reads as {problem.key}")
+        except ValueError as exc:
+            warnings.warn(f"config store entry {key!r} is not a {space.kernel} problem ({exc}): "
+                          "ignored", StoreMismatchWarning, stacklevel=3)
+            continue
+        try:
+            reasons = space.violations(entry.config, problem)
+        except ImportError:  # the rules need TVM, absent on GPU machines: trust the store
+            reasons = []
+        except Exception as exc:  # e.g. a knob missing from the config
+            reasons = [f"{type(exc).__name__}: {exc}"]
+        if reasons:
+            warnings.warn(f"config store entry {key}: its config is illegal for its own shape "
+                          f"({'; '.join(reasons)}): ignored", StoreMismatchWarning, stacklevel=3)
+            continue
+        out[key] = entry
+    return out
 
 
 def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None = None,
@@ -102,7 +135,8 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
         raise UserError(f"autotune.load: space {space.name} names no op (autotune.ops.Op): "
                         "nothing says how its kernels meet torch")
     usable, origin = open_store(space, gpu, store)
-    selector = Selector(usable.entries if usable else {}, space.op.bucket, space.default_config)
+    entries = valid_entries(space, usable.entries) if usable else {}
+    selector = Selector(entries, space.op.bucket, space.default_config)
     index = ArtifactIndex(artifacts or artifacts_dir())
     do_build = tvm_available() if build is None else build
     provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),

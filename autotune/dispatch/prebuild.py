@@ -11,7 +11,7 @@ from ..spaces.base import Problem, SearchSpace
 from ..store import ConfigStore, Gpu, expected_header, mismatches
 from .artifacts import ArtifactIndex, config_id
 from .dispatcher import is_legal
-from .load import build_with_tirx
+from .load import build_with_tirx, valid_entries
 from .rules import Selector
 
 
@@ -22,7 +22,7 @@ def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
     if reasons:
         raise ValueError(f"store for {store.header.device} does not fit {space.name}: "
                          + "; ".join(reasons))
-    return store.entries
+    return valid_entries(space, store.entries)
 
 
 def _compile_into_cache(job) -> None:

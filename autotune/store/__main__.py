@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show}[args.command](args)
-    except UserError as exc:
+    except (UserError, FileNotFoundError) as exc:  # both name what the user got wrong
         print(f"autotune.store: error: {exc}", file=sys.stderr)
         return 2
 

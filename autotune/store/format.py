@@ -46,6 +46,8 @@ class Header:
     driver: str = ""
     cuda: str = ""
     tvm: str = ""
+    # where the times come from: "measured" on `device`, or "replayed from <table> (<hash>)"
+    provenance: str = "measured"
     schema: int = SCHEMA_VERSION
 
 

@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import math
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -30,9 +31,14 @@ from ..errors import UserError
 from ..runner.base import Candidate, Provenance, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
 from .final import FINAL_ATTR, chosen, is_current, run_final
+from .fixed import check_fixed
 from .proposals import Proposals
+from .storage import open_storage
 
 OK, COMPILED, VALIDATED, ILLEGAL = "ok", "compiled", "validated", "illegal"
+NOT_FIXED = "not_fixed"  # a queued trial that does not match this session's fixed parameters
+OVER_BUDGET = "over_budget"  # another driver on the study spent the budget first
+UNCOUNTED = (ILLEGAL, NOT_FIXED, OVER_BUDGET)
 MEASURED = Provenance("measured")
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
@@ -48,7 +54,7 @@ def study_name(space: SearchSpace, problem: Problem,
 class StudySummary:
     problem: Problem
     study: optuna.Study
-    finished: int  # legal trials finished in the study (this session and earlier ones)
+    finished: int  # trials that count finished in the study (every driver, every session)
     measured: int  # candidates this session sent to the runner (retimes excluded)
     outcomes: collections.Counter  # this session's trials by outcome, illegal proposals too
     best: FrozenTrial | None  # the study's pick: the final round's winner, if it ran
@@ -66,6 +72,18 @@ class _Served:
     state: TrialState
     value: float | None
     attrs: dict[str, Any]
+
+
+def counts(t: FrozenTrial) -> bool:
+    """Whether a trial spends the study's budget, which is of configs measured: running (on any
+    driver), or finished with a result of its own. Not: illegal, duplicate, over-budget, queued,
+    or failed by a dead driver's heartbeat (it has no outcome; it was re-queued)."""
+    attrs = t.user_attrs
+    if "duplicate_of" in attrs or attrs.get("outcome") in UNCOUNTED:
+        return False
+    if t.state == TrialState.RUNNING:
+        return True
+    return t.state.is_finished() and "outcome" in attrs
 
 
 def _key(params: Config) -> tuple:
@@ -98,6 +116,8 @@ class _ProblemDriver:
         storage = study._storage  # optuna wraps an RDB storage in its cached storage
         interval = getattr(storage, "get_heartbeat_interval", lambda: None)()
         self._heartbeat = storage.record_heartbeat if interval else None
+        self._grace_s = getattr(getattr(storage, "_backend", storage), "grace_period", None) or 60
+        self._next_stale_check = time.monotonic() + self._grace_s
         self.served: dict[tuple, _Served] = {}
         self.running: dict[int, optuna.Trial] = {}  # trial number -> trial, sent to the runner
         self.in_flight: dict[tuple, int] = {}  # config key -> trial number measuring it
@@ -107,31 +127,37 @@ class _ProblemDriver:
         self.measured = 0
         self.outcomes: collections.Counter = collections.Counter()
         self.best_ms = math.inf
-        self.finished = self._load_finished()
+        self._load_finished()
         self.bar = None
         if progress:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=trials, initial=min(self.finished, trials), unit="trial",
+            self.bar = tqdm(total=trials, initial=min(self.finished(), trials), unit="trial",
                             desc=f"{space.name} {problem.key}", file=sys.stderr, dynamic_ncols=True)
 
     # -- state from the study ----------------------------------------------------------------
-    def _load_finished(self) -> int:
-        finished = 0
+    def _load_finished(self) -> None:
         for t in self.study.get_trials(deepcopy=False, states=_FINISHED):
-            if "outcome" not in t.user_attrs:
-                continue  # e.g. failed by a heartbeat after a driver died: re-queued, not a result
-            if t.user_attrs["outcome"] == ILLEGAL:
-                continue
-            finished += 1
-            self.served.setdefault(_key(t.params), _Served(t.number, t.state, t.value, t.user_attrs))
-            if t.state == TrialState.COMPLETE:
-                self.best_ms = min(self.best_ms, t.value)
-        return finished
+            if counts(t):
+                self.served.setdefault(_key(t.params),
+                                       _Served(t.number, t.state, t.value, t.user_attrs))
+                if t.state == TrialState.COMPLETE:
+                    self.best_ms = min(self.best_ms, t.value)
+
+    def finished(self) -> int:
+        """Finished trials that count, by every driver of the study."""
+        return sum(counts(t) and t.state.is_finished()
+                   for t in self.study.get_trials(deepcopy=False))
+
+    def _spent(self) -> int:
+        """Trials that count, running or finished, by every driver of the study."""
+        return sum(counts(t) for t in self.study.get_trials(deepcopy=False))
 
     def _enqueue_start(self) -> None:
-        """The default, then the space's seed configs, once per study (a resumed study has them)."""
-        if any(t.user_attrs.get("source") == "default" for t in self.study.get_trials(deepcopy=False)):
+        """The default, then the space's seed configs, once per study (a resumed study has
+        them); with fixed parameters, those configs with the fixed values, once per fix."""
+        trials = self.study.get_trials(deepcopy=False)
+        if not self.fixed and any(t.user_attrs.get("source") == "default" for t in trials):
             return
         default = {**self.space.default_config(self.problem), **self.fixed}
         self.study.enqueue_trial(default, user_attrs={"source": "default"}, skip_if_exists=True)
@@ -148,9 +174,8 @@ class _ProblemDriver:
         self.open -= 1
         outcome = attrs.get("outcome", "")
         self.outcomes[outcome] += 1
-        if outcome == ILLEGAL:
+        if outcome in UNCOUNTED or "duplicate_of" in attrs:
             return
-        self.finished += 1
         if state == TrialState.COMPLETE:
             self.best_ms = min(self.best_ms, value)
         if self.bar is not None:
@@ -214,6 +239,17 @@ class _ProblemDriver:
             return
         del self.running[number]
         state, value, attrs = self._result_attrs(result)
+        # Drivers sharing the study may ask at once: the trials created first hold the budget,
+        # and a config another driver measured first is that one's duplicate.
+        earlier = [t for t in self.study.get_trials(deepcopy=False)
+                   if t._trial_id < trial._trial_id and counts(t)]
+        twin = next((t.number for t in earlier if t.params == trial.params), None)
+        if twin is not None:
+            attrs["duplicate_of"] = twin
+        elif len(earlier) >= self.trials:
+            state, value = TrialState.PRUNED, None
+            attrs.update(outcome=OVER_BUDGET, message="the study's budget was spent by trials "
+                                                      "created before this one")
         if first is not None:
             attrs["first_time_ms"] = first.time_ms
             if state == TrialState.COMPLETE:
@@ -231,7 +267,8 @@ class _ProblemDriver:
 
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
-        while self.runner.in_flight < self.runner.slots and self.finished + self.open < self.trials:
+        spent = self._spent()  # by every driver of the study: they share one budget
+        while self.runner.in_flight < self.runner.slots and spent < self.trials:
             refused = self.proposals.refused
             trial = self.proposals.ask()
             if self.proposals.refused > refused:
@@ -244,24 +281,42 @@ class _ProblemDriver:
             params = trial.params
             reasons = self.space.violations(params, self.problem)
             key = _key(params)
-            if reasons:
+            unfixed = [f"{k}={params.get(k)!r}" for k, v in self.fixed.items()
+                       if params.get(k) != v]
+            if unfixed:  # queued by an earlier session with other (or no) fixed parameters
+                self._tell(trial, TrialState.PRUNED, None, {
+                    "outcome": NOT_FIXED, "message": f"{', '.join(unfixed)} is not the fixed "
+                    f"{', '.join(f'{k}={v!r}' for k, v in self.fixed.items())}"})
+            elif reasons:
                 self._tell(trial, TrialState.PRUNED, None,
                            {"outcome": ILLEGAL, "cause": ILLEGAL, "message": "; ".join(reasons)})
             elif key in self.served:
                 self._serve(trial, self.served[key])
-            elif key in self.in_flight:
+            elif key in self.in_flight:  # its twin is being measured: it takes that result
+                trial.set_user_attr("duplicate_of", self.in_flight[key])
                 self.followers[self.in_flight[key]].append(trial)
             else:
+                spent += 1
                 self.in_flight[key] = trial.number
                 self.running[trial.number] = trial
                 self.measured += 1
                 self.runner.submit(Candidate(self.space, params, self.problem, tag=trial.number))
 
+    def _others_running(self) -> bool:
+        return any(t.state == TrialState.RUNNING and counts(t)
+                   for t in self.study.get_trials(deepcopy=False))
+
     def _beat(self) -> None:
+        """Heartbeats for this driver's trials; and, once per grace period, fail the trials of
+        drivers that died (their heartbeats stopped), which re-queues them for the living."""
         if not self._heartbeat:
             return
         for trial in list(self.running.values()) + [t for ts in self.followers.values() for t in ts]:
             self._heartbeat(trial._trial_id)
+        now = time.monotonic()
+        if now > self._next_stale_check:
+            optuna.storages.fail_stale_trials(self.study)
+            self._next_stale_check = now + self._grace_s
 
     def run(self) -> StudySummary:
         with warnings.catch_warnings():
@@ -274,7 +329,13 @@ class _ProblemDriver:
                 while True:
                     self._ask_more()
                     if not self.runner.in_flight:
-                        break
+                        if not self._others_running():
+                            break
+                        # The budget may be held by another driver's trials: wait until they
+                        # end, or until their driver is found dead and they come back queued.
+                        time.sleep(min(1.0, self._grace_s / 4))
+                        optuna.storages.fail_stale_trials(self.study)
+                        continue
                     for result in self.runner.collect(timeout=1.0):
                         self._finish(result)
                     self._beat()
@@ -285,7 +346,7 @@ class _ProblemDriver:
         pick = chosen(self.study)
         best, best_ms, default_ms = pick if pick else (None, None, None)
         final = self.study.user_attrs.get(FINAL_ATTR) if is_current(self.study) else None
-        return StudySummary(self.problem, self.study, self.finished, self.measured,
+        return StudySummary(self.problem, self.study, self.finished(), self.measured,
                             self.outcomes, best, best_ms, default_ms, self.proposals.stopped, final)
 
     def _final(self) -> None:
@@ -346,6 +407,12 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
     sampler's fixed parameters; it overrides the default config too. Then the final round
     (final.py) times the `final_top` fastest configs and the default `final_rounds` times each
     (0 for either: none; the pick is then the fastest trial)."""
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, not {trials}")
+    if fixed:
+        check_fixed(space, [problem], fixed)
+    if isinstance(storage, str):
+        storage = open_storage(storage)
     study = open_study(space, problem, storage, provenance=runner.provenance,
                        timer=runner.timer)
     return _ProblemDriver(space, problem, study, sampler, runner, trials, retime_best, progress,

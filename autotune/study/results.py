@@ -6,7 +6,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from .driver import ILLEGAL
+from .driver import ILLEGAL, counts
 from .final import chosen, is_current
 
 
@@ -44,9 +44,9 @@ def best_configs(storage, space: str | None = None) -> pd.DataFrame:
         attrs = study.user_attrs
         if space is not None and attrs.get("space") != space:
             continue
-        # Studies written before illegal proposals stayed in memory hold them, PRUNED.
-        trials = [t for t in study.get_trials(deepcopy=False)
-                  if t.user_attrs.get("outcome") != ILLEGAL]
+        # Trials that spent the budget: not illegal proposals (old studies stored them),
+        # duplicates, or trials failed by a dead driver's heartbeat (re-queued, no result).
+        trials = [t for t in study.get_trials(deepcopy=False) if counts(t)]
         pick = chosen(study)
         best, time_ms = pick[:2] if pick else (None, None)
         flops = attrs.get("flops")

@@ -143,6 +143,19 @@ class SpaceConformance:
                     self.space.check(config, problem)
             assert legal, f"no legal config among {self.samples} random samples for {problem.key}"
 
+    def test_a_missing_knob_is_a_violation(self):
+        for problem in self.problems():
+            default = self.space.default_config(problem)
+            for knob in self.space.parameters(problem):
+                config = {k: v for k, v in default.items() if k != knob}
+                try:
+                    reasons = self.space.violations(config, problem)
+                except Exception as exc:
+                    raise AssertionError(f"violations() raised {type(exc).__name__}: {exc} for a "
+                                         f"config without knob {knob!r}: it must name it") from exc
+                assert reasons and any(knob in r for r in reasons), (
+                    f"a config without knob {knob!r} is not refused by name: {reasons}")
+
     def test_violations_are_cheap(self):
         problem = self.problems()[0]
         costs = []

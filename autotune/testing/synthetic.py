@@ -62,6 +62,9 @@ class SyntheticSpace(SearchSpace):
         return (config["block_m"] + config["block_n"]) * 64 * 2 * config["stages"]
 
     def violations(self, config, problem):
+        missing = [k for k in self.parameters(problem) if k not in config]
+        if missing:
+            return [f"knob {k} is missing" for k in missing]
         reasons = []
         if self.smem_bytes(config) > SMEM_LIMIT:
             reasons.append(f"shared memory {self.smem_bytes(config)} B exceeds {SMEM_LIMIT} B")
