@@ -2,6 +2,7 @@
 memory and on disk, the vendor fallback, and `load` with its store checks. No torch, no GPU:
 tensors are look-alikes with .shape/.dtype, kernels are recorders."""
 
+import json
 import warnings
 
 import pytest
@@ -96,8 +97,9 @@ def make_dispatcher(tmp_path, stored=(), buildable=True, space=None):
     def build(space, problem, config, index):
         if not buildable:
             return None
-        built.append((problem.key, config))
-        return index.add(space.name, problem, config, dummy_artifact(f"a{len(built)}"))
+        built.append((problem.key, config))  # as build_with_tirx: indexed by its binary problem
+        return index.add(space.name, space.binary_problem(problem), config,
+                         dummy_artifact(f"a{len(built)}"))
 
     loaded = []
 
@@ -426,3 +428,20 @@ def test_parallel_prebuild_compiles_in_workers_and_indexes_here(tmp_path, monkey
     for problem in problems:
         compiled = space.compile_config(space.default_config(problem))
         assert index.lookup(space.name, problem, compiled) is not None
+
+
+class RuntimeMGemmSpace(FakeGemmSpace):
+    """M is read off the tensors at launch: one binary serves every M of an (N, K)."""
+
+    runtime_fields = ("M",)
+
+
+def test_runtime_fields_share_one_binary_across_problems(tmp_path):
+    op, built, loaded = make_dispatcher(tmp_path, space=RuntimeMGemmSpace())
+    for m in (1, 7, 300):
+        op(FakeTensor(m, 4096), FakeTensor(4096, 4096))
+    assert len(op.routes) == 3 and len(built) == 1 and len(loaded) == 1
+    index = json.loads((tmp_path / "artifacts" / "index.json").read_text())
+    assert [key.split("|")[1] for key in index] == ["N=4096,K=4096,dtype=bfloat16"]
+    op(FakeTensor(8, 4096), FakeTensor(1024, 4096))  # another N: another binary
+    assert len(built) == 2

@@ -207,3 +207,21 @@ def test_a_killed_driver_leaves_no_processes():
         time.sleep(0.2)
     left = {p for p in workers if p in _alive_descendants(1)}
     assert not left, f"left behind: {left}"
+
+
+class RuntimeMSpace(SyntheticSpace):
+    runtime_fields = ("M",)
+
+
+def test_problems_differing_in_runtime_fields_compile_once():
+    space = RuntimeMSpace()
+    compiled = []
+
+    def counting(space, config, problem, cache_dir=None):
+        compiled.append(problem.key)
+        return stub_compile(space, config, problem, cache_dir)
+
+    problems = [space.parse_problem(f"{m}x48x32") for m in (64, 128, 256)]
+    with Scheduler(InlineBuilder(counting), NoDevices()) as runner:
+        results = runner.run([Candidate(space, GOOD, p) for p in problems])
+    assert [r.cause for r in results] == [None] * 3 and len(compiled) == 1

@@ -95,10 +95,10 @@ def test_default_first_illegal_refused_duplicates_served(storage):
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_a_mostly_illegal_space_stores_only_legal_trials(storage, sampler):
     runner = _runner(slots=2, problem=SKINNY)
-    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=20,
+    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=12,
                            sampler=make_sampler(sampler, seed=0), retime_best=False)
     trials = summary.study.get_trials()
-    assert summary.finished == len(_counted(trials)) == 20 and _legal(trials, SKINNY)
+    assert summary.finished == len(_counted(trials)) == 12 and _legal(trials, SKINNY)
     assert summary.outcomes["illegal"] > 0  # 3 in 4 configs are illegal
     assert not any(SPACE.violations(c, SKINNY) for c in runner.pool.measured)
 
@@ -122,6 +122,18 @@ def test_a_sampler_that_finds_no_legal_config_stops(storage, monkeypatch):
     assert "\n  stopped: the sampler proposed 30 illegal configs in a row" in lines
 
 
+def test_a_budget_beyond_the_legal_space_stops(storage, monkeypatch):
+    from autotune.study import driver
+
+    monkeypatch.setattr(driver, "DUPLICATES_IN_A_ROW", 20)
+    runner = _runner(problem=SKINNY)  # 16 legal configs, a budget of 30
+    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=30,
+                           sampler=make_sampler("random", seed=0), retime_best=False, final_top=0)
+    assert summary.stopped.startswith("the sampler proposed 20 measured configs in a row")
+    measured = [_key(c) for c in runner.pool.measured]
+    assert len(measured) == len(set(measured)) == summary.finished <= 16
+
+
 def test_brute_force_ends_when_every_config_is_proposed(storage):
     runner = _runner(problem=SKINNY)
     summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=100,
@@ -141,16 +153,18 @@ def test_new_best_is_retimed(storage):
     assert attrs["first_time_ms"] == attrs["retime_ms"] == summary.best.value
 
 
-@pytest.mark.parametrize("problem", [PROBLEM, SKINNY], ids=["wide", "skinny"])
-def test_restarted_study_does_not_remeasure(storage, problem):
+# SKINNY has 16 legal configs: budgets within them (duplicates do not count).
+@pytest.mark.parametrize("problem, first_n, then_n", [(PROBLEM, 12, 25), (SKINNY, 6, 14)],
+                         ids=["wide", "skinny"])
+def test_restarted_study_does_not_remeasure(storage, problem, first_n, then_n):
     first = _runner(slots=2, problem=problem)
-    tune_problem(SPACE, problem, first, storage=storage, trials=12,
+    tune_problem(SPACE, problem, first, storage=storage, trials=first_n,
                  sampler=make_sampler("tpe", seed=1), retime_best=False)
     second = _runner(slots=2, problem=problem)
-    summary = tune_problem(SPACE, problem, second, storage=storage, trials=25,
+    summary = tune_problem(SPACE, problem, second, storage=storage, trials=then_n,
                            sampler=make_sampler("tpe", seed=1), retime_best=False, final_top=0)
     trials = summary.study.get_trials()
-    assert summary.finished == 25 and len(_counted(trials)) == 25 and _legal(trials, problem)
+    assert summary.finished == then_n and len(_counted(trials)) == then_n and _legal(trials, problem)
     again = {_key(c) for c in first.pool.measured} & {_key(c) for c in second.pool.measured}
     assert not again
 

@@ -21,10 +21,10 @@ class IndexedCompiler:
         import tirx
 
         index = ArtifactIndex(self.directory)
-        binary = space.compile_config(config)
-        path = index.lookup(space.name, problem, binary)
+        binary, shared = space.compile_config(config), space.binary_problem(problem)
+        path = index.lookup(space.name, shared, binary)
         if path is None:
             compiled = compile_with_tirx(space, config, problem, cache_dir)
-            path = index.add(space.name, problem, binary, tirx.Artifact.load(compiled.artifact_path))
+            path = index.add(space.name, shared, binary, tirx.Artifact.load(compiled.artifact_path))
             return dataclasses.replace(compiled, artifact_path=str(path))
         return Compiled(artifact_path=str(path), resources=resources_of(tirx.Artifact.load(path)))

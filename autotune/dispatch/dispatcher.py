@@ -46,7 +46,8 @@ def with_scalars(kernel: Callable, scalars: list) -> Callable:
 
 class KernelProvider:
     """Kernels for (problem, config): in memory, else from the artifact index, else built.
-    Configs that differ only in runtime knobs share one binary, loaded once."""
+    Configs that differ only in runtime knobs, and problems that differ only in runtime fields,
+    share one binary, loaded once."""
 
     def __init__(self, space: SearchSpace, index: ArtifactIndex | None,
                  load_kernel: Callable[[Path], Callable], build: Callable | None = None):
@@ -56,10 +57,11 @@ class KernelProvider:
 
     def get(self, problem: Problem, config: Config):
         compiled = self.space.compile_config(config)
-        key = (problem.key, config_id(compiled))
+        binary = self.space.binary_problem(problem)
+        key = (binary.key, config_id(compiled))
         kernel = self.kernels.get(key)
         if kernel is None:
-            path = self.index.lookup(self.space.name, problem, compiled) if self.index else None
+            path = self.index.lookup(self.space.name, binary, compiled) if self.index else None
             if path is None and self.build is not None:
                 path = self.build(self.space, problem, compiled, self.index)
             if path is None:

@@ -56,7 +56,8 @@ def build_with_tirx(space: SearchSpace, problem: Problem, config: Config,
     import tirx
 
     artifact = tirx.build(space.build(config, problem), arch=space.arch)
-    return index.add(space.name, problem, config, artifact) if index else artifact.path
+    return (index.add(space.name, space.binary_problem(problem), config, artifact) if index
+            else artifact.path)
 
 
 def _tirx_kernel_loader(device: int):

@@ -53,9 +53,10 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
             chosen = next((c for c in choices if is_legal(space, c.config, problem)), None)
             for choice in filter(None, (chosen, choices[-1])):  # the pick, and the default
                 compiled = space.compile_config(choice.config)  # one binary per compile class
-                wanted[(problem.key, config_id(compiled))] = (problem, choice, compiled)
+                binary = space.binary_problem(problem)  # one binary per runtime-field class
+                wanted[(binary.key, config_id(compiled))] = (problem, choice, compiled)
     missing = [(space, problem, compiled) for problem, _, compiled in wanted.values()
-               if index.lookup(space.name, problem, compiled) is None]
+               if index.lookup(space.name, space.binary_problem(problem), compiled) is None]
     if procs > 1 and build is build_with_tirx and len(missing) > 1:
         workers = min(procs, len(missing))
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
@@ -63,7 +64,7 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
     failures = 0
     for n, (problem, choice, compiled) in enumerate(wanted.values(), 1):
         tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(compiled)}"
-        if index.lookup(space.name, problem, compiled) is not None:
+        if index.lookup(space.name, space.binary_problem(problem), compiled) is not None:
             log(f"{tag}: present")
             continue
         try:

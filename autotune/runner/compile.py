@@ -64,9 +64,9 @@ def compile_candidate(compiler: Compiler, candidate: Candidate, cache_dir: str |
 
 
 class CompileMemo:
-    """Finished compiles by (space, problem, compile key): a candidate that differs from a
-    compiled one only in runtime knobs reuses its outcome (binary, or failure) without building
-    again. Bounded: outcomes may carry an artifact's bytes."""
+    """Finished compiles by (space, binary problem, compile key): a candidate that differs from
+    a compiled one only in runtime knobs or runtime fields reuses its outcome (binary, or
+    failure) without building again. Bounded: outcomes may carry an artifact's bytes."""
 
     def __init__(self, size: int = 256):
         self.size = size
@@ -75,7 +75,8 @@ class CompileMemo:
     @staticmethod
     def key(candidate: Candidate) -> tuple:
         space = candidate.space
-        return space.name, candidate.problem.key, space.compile_key(candidate.config)
+        return (space.name, space.binary_problem(candidate.problem).key,
+                space.compile_key(candidate.config))
 
     def get(self, candidate: Candidate) -> Compiled | Result | None:
         outcome = self._outcomes.get(self.key(candidate))

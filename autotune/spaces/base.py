@@ -42,6 +42,10 @@ class SearchSpace(abc.ABC):
     # Knobs the kernel takes at launch, as scalar parameters after make_inputs' tensors (in this
     # order), instead of compiled in: configs that differ only in them share one binary.
     runtime_knobs: ClassVar[tuple[str, ...]] = ()
+    # Problem fields the binary does not depend on (dims the kernel reads off its tensors at
+    # launch, e.g. attention's batch and sequence lengths): problems that differ only in them
+    # share one binary. Store entries and bucket rules still key on the whole problem.
+    runtime_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -107,6 +111,13 @@ class SearchSpace(abc.ABC):
     def compile_key(self, config: Config) -> str:
         """Identity of a config's binary (for one problem): equal keys, one compile."""
         return json.dumps(self.compile_config(config), sort_keys=True)
+
+    def binary_problem(self, problem: Problem) -> Problem:
+        """The problem minus its runtime fields: with compile_config, all a binary depends on."""
+        if not self.runtime_fields:
+            return problem
+        return Problem(tuple((n, v) for n, v in problem.fields if n not in self.runtime_fields),
+                       problem.dtype)
 
     def launch_scalars(self, config: Config) -> list:
         """What a launch passes after make_inputs' tensors: the runtime knobs' values."""

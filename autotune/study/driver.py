@@ -39,6 +39,9 @@ OK, COMPILED, VALIDATED, ILLEGAL = "ok", "compiled", "validated", "illegal"
 NOT_FIXED = "not_fixed"  # a queued trial that does not match this session's fixed parameters
 OVER_BUDGET = "over_budget"  # another driver on the study spent the budget first
 UNCOUNTED = (ILLEGAL, NOT_FIXED, OVER_BUDGET)
+# Proposals of configs already measured, in a row, before a study stops: its sampler has little
+# left to propose (e.g. a budget larger than the legal space), and duplicates cost no budget.
+DUPLICATES_IN_A_ROW = 100
 MEASURED = Provenance("measured")
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
@@ -127,6 +130,7 @@ class _ProblemDriver:
         self.measured = 0
         self.outcomes: collections.Counter = collections.Counter()
         self.best_ms = math.inf
+        self.duplicates_in_a_row, self.stopped = 0, None
         self._load_finished()
         self.bar = None
         if progress:
@@ -202,6 +206,10 @@ class _ProblemDriver:
         attrs = {k: v for k, v in served.attrs.items() if k != "source"}
         attrs["duplicate_of"] = served.number
         self._tell(trial, served.state, served.value, attrs)
+        self.duplicates_in_a_row += 1
+        if self.duplicates_in_a_row >= DUPLICATES_IN_A_ROW:
+            self.stopped = (f"the sampler proposed {DUPLICATES_IN_A_ROW} measured configs in a "
+                            "row (the space may hold fewer legal configs than the budget)")
 
     def _result_attrs(self, result: Result) -> tuple[TrialState, float | None, dict]:
         attrs: dict[str, Any] = {"runner": self.runner.mode, "resources": result.resources}
@@ -268,7 +276,8 @@ class _ProblemDriver:
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
         spent = self._spent()  # by every driver of the study: they share one budget
-        while self.runner.in_flight < self.runner.slots and spent < self.trials:
+        while self.runner.in_flight < self.runner.slots and spent < self.trials \
+                and not self.stopped:
             refused = self.proposals.refused
             trial = self.proposals.ask()
             if self.proposals.refused > refused:
@@ -297,6 +306,7 @@ class _ProblemDriver:
                 self.followers[self.in_flight[key]].append(trial)
             else:
                 spent += 1
+                self.duplicates_in_a_row = 0
                 self.in_flight[key] = trial.number
                 self.running[trial.number] = trial
                 self.measured += 1
@@ -347,7 +357,8 @@ class _ProblemDriver:
         best, best_ms, default_ms = pick if pick else (None, None, None)
         final = self.study.user_attrs.get(FINAL_ATTR) if is_current(self.study) else None
         return StudySummary(self.problem, self.study, self.finished(), self.measured,
-                            self.outcomes, best, best_ms, default_ms, self.proposals.stopped, final)
+                            self.outcomes, best, best_ms, default_ms,
+                            self.proposals.stopped or self.stopped, final)
 
     def _final(self) -> None:
         """The final round, unless disabled, untimed, or current (nothing new since the last)."""

@@ -127,6 +127,13 @@ class SpaceConformance:
             assert len(self.space.launch_scalars(default)) == len(runtime)
             assert not set(runtime) & set(self.space.compile_config(default))
 
+    def test_runtime_fields_are_fields(self):
+        for problem in self.problems():
+            missing = set(self.space.runtime_fields) - problem.values.keys()
+            assert not missing, f"runtime fields {sorted(missing)} are not fields of {problem.key}"
+            shared = self.space.binary_problem(problem)
+            assert shared.values.keys() == problem.values.keys() - set(self.space.runtime_fields)
+
     def test_violations_are_reasons(self):
         for problem in self.problems():
             legal = illegal = 0
