@@ -11,7 +11,7 @@ import os
 from .base import Candidate
 from .compile import Compiler, compile_candidate
 from .isolation import IsolatedWorker
-from .sides import Builder, Key
+from .sides import Builder, Key, WorkerSide
 
 
 def default_compile_workers() -> int:
@@ -54,7 +54,7 @@ class InlineBuilder(Builder):
         raise RuntimeError("an in-process compile cannot be stopped")
 
 
-class ProcessBuilder(Builder):
+class ProcessBuilder(WorkerSide, Builder):
     """`workers` isolated compile processes on this machine."""
 
     name = "process"
@@ -65,44 +65,11 @@ class ProcessBuilder(Builder):
         if n < 1:
             raise ValueError(f"a process builder needs at least one worker, not {n}")
         service = CompileService(compiler, cache_dir)
-        self.workers = [IsolatedWorker(service, name=f"autotune-compile{i}", wait=False)
-                        for i in range(n)]
-        try:
-            for w in self.workers:
-                w.wait_ready()
-        except Exception:
-            self.close()
-            raise
-        self._keys: dict[int, Key] = {}  # worker index -> its job's key
-
-    slots = property(lambda self: len(self.workers))
-    busy = property(lambda self: len(self._keys))
+        self._start_workers([IsolatedWorker(service, name=f"autotune-compile{i}", wait=False)
+                             for i in range(n)])
 
     def start(self, key: Key, candidate: Candidate, pack: bool) -> None:
-        i = next(i for i, w in enumerate(self.workers) if not w.busy)
-        self.workers[i].submit((candidate, pack))
-        self._keys[i] = key
-
-    def harvest(self):
-        out = []
-        for i in list(self._keys):
-            finished, outcome = self.workers[i].poll()
-            if finished:
-                out.append((self._keys.pop(i), outcome))
-        return out
-
-    def kill(self, key: Key) -> None:
-        i = next(i for i, k in self._keys.items() if k == key)
-        del self._keys[i]
-        self.workers[i].restart()
-
-    def wait_handles(self):
-        return "conn", [self.workers[i].connection for i in self._keys]
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.close()
-        self.workers, self._keys = [], {}
+        self._submit(key, (candidate, pack))
 
 
 def wait_connections(handles: list, timeout: float) -> None:

@@ -11,10 +11,10 @@ import tempfile
 from .base import Evaluator, Job, Provenance, Result
 from .compile import unpack
 from .isolation import IsolatedWorker
-from .sides import DevicePool, Key
+from .sides import DevicePool, Key, WorkerSide
 
 
-class WorkerPool(DevicePool):
+class WorkerPool(WorkerSide, DevicePool):
     """One isolated worker per entry of `devices` (a GPU index, pinned with
     CUDA_VISIBLE_DEVICES; or None), each evaluating one job at a time; `names` label results."""
 
@@ -25,57 +25,30 @@ class WorkerPool(DevicePool):
         self._provenance, self.names = provenance, names or [None] * len(devices)
         self.devices = list(devices)
         self.timer = getattr(evaluator, "timer", self.timer)
-        self.workers: list[IsolatedWorker] = []
+        self._scratch = tempfile.mkdtemp(prefix="autotune-artifacts-")
+        workers = []
         try:
             for device in devices:
-                self.workers.append(IsolatedWorker(
+                workers.append(IsolatedWorker(
                     evaluator.evaluate, evaluator.setup, device, wait=False,
                     name=f"autotune-device{'' if device is None else device}"))
-            for w in self.workers:
-                w.wait_ready()
         except Exception:
-            self.close()
+            for w in workers:
+                w.close()
             raise
-        self._keys: dict[int, Key] = {}
-        self._scratch = tempfile.mkdtemp(prefix="autotune-artifacts-")
+        self._start_workers(workers)
 
     provenance = property(lambda self: self._provenance)
-    slots = property(lambda self: len(self.workers))
-    busy = property(lambda self: len(self._keys))
-
-    @property
-    def restarts(self) -> int:
-        return sum(w.restarts for w in self.workers)
 
     def start(self, key: Key, job: Job) -> None:
-        i = next(i for i, w in enumerate(self.workers) if not w.busy)
         if job.compiled.files:  # built on another machine
             job = dataclasses.replace(job, compiled=unpack(
                 job.compiled, os.path.join(self._scratch, str(len(os.listdir(self._scratch))))))
-        self.workers[i].submit(job)
-        self._keys[i] = key
+        self._submit(key, job)
 
-    def harvest(self):
-        out = []
-        for i in list(self._keys):
-            finished, result = self.workers[i].poll()
-            if finished:
-                result.device = self.names[i]
-                out.append((self._keys.pop(i), result))
-        return out
-
-    def kill(self, key: Key) -> None:
-        i = next(i for i, k in self._keys.items() if k == key)
-        del self._keys[i]
-        self.workers[i].restart()
-
-    def wait_handles(self):
-        return "conn", [self.workers[i].connection for i in self._keys]
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.close()
-        self.workers, self._keys = [], {}
+    def _label(self, i: int, result: Result) -> Result:
+        result.device = self.names[i]
+        return result
 
 
 class NoDevices(DevicePool):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import abc
 from typing import Any, Hashable
 
-from .base import Candidate, Job, Provenance, Result
+from .base import Candidate, Job, Provenance
+from .isolation import IsolatedWorker
 
 Key = Hashable
 
@@ -76,3 +77,55 @@ class DevicePool(Side):
     @abc.abstractmethod
     def start(self, key: Key, job: Job) -> None:
         ...
+
+
+class WorkerSide(Side):
+    """A side whose jobs run in isolated worker processes of this machine, one job each:
+    started together, killed and restarted at a deadline, waited on by their connections."""
+
+    def _start_workers(self, workers: list[IsolatedWorker]) -> None:
+        self.workers, self._keys = workers, {}  # worker index -> its job's key
+        try:
+            for w in workers:
+                w.wait_ready()
+        except Exception:
+            self.close()
+            raise
+
+    slots = property(lambda self: len(self.workers))
+    busy = property(lambda self: len(self._keys))
+
+    @property
+    def restarts(self) -> int:
+        return sum(w.restarts for w in self.workers)
+
+    def _submit(self, key: Key, job) -> int:
+        i = next(i for i, w in enumerate(self.workers) if not w.busy)
+        self.workers[i].submit(job)
+        self._keys[i] = key
+        return i
+
+    def harvest(self):
+        out = []
+        for i in list(self._keys):
+            finished, outcome = self.workers[i].poll()
+            if finished:
+                out.append((self._keys.pop(i), self._label(i, outcome)))
+        return out
+
+    def _label(self, i: int, outcome):
+        """The outcome of worker `i`'s job as the side reports it."""
+        return outcome
+
+    def kill(self, key: Key) -> None:
+        i = next(i for i, k in self._keys.items() if k == key)
+        del self._keys[i]
+        self.workers[i].restart()
+
+    def wait_handles(self):
+        return "conn", [self.workers[i].connection for i in self._keys]
+
+    def close(self) -> None:
+        for w in getattr(self, "workers", []):
+            w.close()
+        self.workers, self._keys = [], {}
