@@ -12,7 +12,7 @@ DB=$SCRATCH; [ "$1" = measure ] && DB=$OUT
 for run in "--gpus 0" "--gpus 0,1" "--gpus 0 --ray" "--gpus 0,1 --ray"; do
   tag=$(echo "$run" | tr -c 'a-z0-9' '_')
   rm -f $DB/scale_$tag.db
-  timeout ${RUN_TIMEOUT:-140} autotune tune gemm_sm90 --shapes 4096x4096x4096 --trials ${TRIALS:-80} \
+  timeout ${RUN_TIMEOUT:-120} autotune tune gemm_sm90 --shapes 4096x4096x4096 --trials ${TRIALS:-80} \
     $run --seed 0 --final-top 0 --storage sqlite:///$DB/scale_$tag.db --no-progress 2>&1 | tail -n 2
   [ "$1" = measure ] && { echo "== $run"; autotune results --storage sqlite:///$DB/scale_$tag.db; } \
     | tee -a $OUT/scaling.txt

@@ -1,5 +1,6 @@
-"""A runner that replays a recorded table of config -> time or failure: search strategies can be
-tested on a CPU against real (or synthetic) measurements, instantly and reproducibly."""
+"""Devices that replay a recorded table of config -> time or failure (the `simulated` runner):
+search strategies can be tested on a CPU against real (or synthetic) measurements, instantly and
+reproducibly. Their results are labelled replayed, from which table."""
 
 from __future__ import annotations
 
