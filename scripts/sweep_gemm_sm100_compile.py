@@ -36,7 +36,7 @@ from autotune.store import template_hash  # noqa: E402
 
 SPACE = GemmSm100Space()
 PROBLEM = "4000x4096x4096"  # the CI problem: M is no multiple of a tile height (the M tail)
-RECORD = ROOT / "studies" / "results" / "gemm_sm100_compile_sweep.jsonl"
+RECORD = ROOT / "studies" / "2026-11-22-gemm-sm100-compile-sweep" / "gemm_sm100_compile_sweep.jsonl"
 # Header fields a resumed run must share with the record it extends.
 IDENTITY = ("space", "arch", "problem", "template", "versions")
 

@@ -21,12 +21,11 @@ Legality rules (checked before anything compiles; `violations` names each broken
 
 Not in the space: stream-K, fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
-studies/results/suite_h100_s5/README.md.
+studies/2026-11-22-h100-gemm-sm90/README.md.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from kernels.gemm._sm90_config import (
@@ -38,8 +37,8 @@ from kernels.gemm._sm90_config import (
     smem_bytes,
 )
 
+from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
-from .gemm_common import GemmProblem
 
 SMEM_LIMIT = 232448
 MAX_ACC_REGS = {1: 192, 2: 128}
@@ -105,10 +104,10 @@ def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
     return tiles / (-(-tiles // sms) * sms)
 
 
-class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
+class GemmSm90Space(CategoricalKnobs, SearchSpace):
     name = "gemm_sm90"
-    kernel = "gemm"
     arch = "sm_90a"
+    op = GEMM
     default_shapes = SUITE
 
     # -- the space ------------------------------------------------------------------------
@@ -363,12 +362,9 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
     # -- problems -------------------------------------------------------------------------
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
-        m = re.fullmatch(r"\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*", text)
-        if not m:
-            raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")
-        M, N, K = (int(g) for g in m.groups())
-        check_shape(M, N, K, dtype)
-        return Problem.of(dtype, M=M, N=N, K=K)
+        problem = GEMM.parse(text, dtype)
+        check_shape(problem["M"], problem["N"], problem["K"], dtype)
+        return problem
 
     # -- building and checking ------------------------------------------------------------
     def build(self, config: Config, problem: Problem):
@@ -378,5 +374,7 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                           kernel_config(config))
 
     def template_files(self) -> list[str]:
-        root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
+        import kernels.gemm
+
+        root = Path(kernels.gemm.__file__).parent
         return [str(root / f) for f in ("sm90.py", "_sm90_wgmma.py", "_sm90_config.py")]
