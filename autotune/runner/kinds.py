@@ -109,10 +109,11 @@ def ray(space: SearchSpace, options: RunnerOptions) -> Scheduler:
 
 
 def replay(table: RecordedTable, slots: int = 1, delay_s: float = 0.0,
-           table_name: str = "<table>") -> Scheduler:
-    """A runner replaying `table`: `slots` candidates at once, each `delay_s` long."""
+           table_name: str = "<table>", seed: int = 0) -> Scheduler:
+    """A runner replaying `table`: `slots` candidates at once, each `delay_s` long, its noise
+    drawn from `seed`."""
     return Scheduler(InlineBuilder(compile_nothing),
-                     ReplayDevices(table, slots, delay_s, table_name), mode="simulated")
+                     ReplayDevices(table, slots, delay_s, table_name, seed), mode="simulated")
 
 
 def simulated(space: SearchSpace, options: RunnerOptions) -> Scheduler:
@@ -124,7 +125,7 @@ def simulated(space: SearchSpace, options: RunnerOptions) -> Scheduler:
     except (OSError, ValueError, KeyError) as exc:
         raise UserError(f"cannot read recorded table {options.table}: {exc}") from None
     return replay(table, len(options.devices) if options.devices else 1,
-                  table_name=options.table)
+                  table_name=options.table, seed=options.seed or 0)
 
 
 def compile_only(space: SearchSpace, options: RunnerOptions) -> Scheduler:

@@ -1,47 +1,85 @@
 """Devices that replay a recorded table of config -> time or failure (the `simulated` runner):
 search strategies can be tested on a CPU against real (or synthetic) measurements, instantly and
-reproducibly. Their results are labelled replayed, from which table."""
+reproducibly. Their results are labelled replayed, from which table.
+
+Noise is replayed honestly: a row that records its spread (`min_ms`, `max_ms` over the rounds
+that measured it, as `autotune record` writes) is replayed as a time drawn within that spread,
+triangular around the recorded median, so a search sees the noise a GPU would have shown it. The
+draws are seeded by (seed, problem, config, how many times it was served before): the same run
+replays the same times, whatever else it asks in between."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import math
+import random
 import time
 
 from ..spaces.base import Config, Problem
 from .base import Cause, Job, Provenance, Result, Timing
 from .sides import DevicePool, Key
 
-_TIME, _CAUSE, _PROBLEM = "time_ms", "cause", "problem"
+_TIME, _CAUSE, _PROBLEM, _MIN, _MAX = "time_ms", "cause", "problem", "min_ms", "max_ms"
+# Columns that describe a row, not a knob: the spread, and what `autotune record` notes.
+_NOT_KNOBS = (_TIME, _CAUSE, _PROBLEM, _MIN, _MAX, "rounds", "source")
 
 
 def _key(values) -> tuple[str, ...]:
     return tuple(str(v) for v in values)
 
 
+def _number(value) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    """One row: the median time and its spread (min == max == median when none was recorded),
+    or the cause of the failure."""
+
+    time_ms: float | None
+    cause: str | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+
+    def draw(self, rng: random.Random) -> float:
+        """A time within the recorded spread, most likely near the median."""
+        lo, hi = self.min_ms, self.max_ms
+        if lo is None or hi is None or hi <= lo:
+            return self.time_ms
+        return rng.triangular(lo, hi, min(max(self.time_ms, lo), hi))
+
+
 @dataclasses.dataclass
 class RecordedTable:
-    """Rows of parameter values with `time_ms`, or a `cause` when the candidate failed. An
-    optional `problem` column (Problem.key) holds several shapes in one table."""
+    """Rows of parameter values with `time_ms` (and optionally its spread, `min_ms` and
+    `max_ms`), or a `cause` when the candidate failed. An optional `problem` column
+    (Problem.key) holds several shapes in one table; `rounds` and `source` are notes."""
 
     params: list[str]
-    rows: dict[tuple[str, tuple[str, ...]], tuple[float | None, str | None]]
+    rows: dict[tuple[str, tuple[str, ...]], Recorded]
 
     @classmethod
     def from_frame(cls, frame) -> "RecordedTable":
         if _TIME not in frame.columns:
             raise ValueError(f"a recorded table needs a {_TIME!r} column")
-        params = [c for c in frame.columns if c not in (_TIME, _CAUSE, _PROBLEM)]
+        params = [c for c in frame.columns if c not in _NOT_KNOBS]
         rows = {}
         for rec in frame.to_dict("records"):
-            t = rec[_TIME]
+            t, lo, hi = _number(rec[_TIME]), _number(rec.get(_MIN)), _number(rec.get(_MAX))
             cause = rec.get(_CAUSE)
             cause = None if cause is None or (isinstance(cause, float) and math.isnan(cause)) or cause == "" else str(cause)
-            t = None if t is None or (isinstance(t, float) and math.isnan(t)) else float(t)
             if t is None and cause is None:
                 raise ValueError(f"row {rec} has neither a time nor a cause")
-            rows[(str(rec.get(_PROBLEM, "")), _key(rec[p] for p in params))] = (t, cause)
+            if t is not None and (lo is None) != (hi is None):
+                raise ValueError(f"row {rec} has one of {_MIN} and {_MAX} without the other")
+            if t is not None and lo is not None and not lo <= t <= hi:
+                raise ValueError(f"row {rec}: {_TIME} is outside [{_MIN}, {_MAX}]")
+            problem = rec.get(_PROBLEM, "")
+            problem = "" if isinstance(problem, float) and math.isnan(problem) else str(problem)
+            rows[(problem, _key(rec[p] for p in params))] = Recorded(t, cause, lo, hi)
         return cls(params, rows)
 
     @classmethod
@@ -61,7 +99,12 @@ class RecordedTable:
         for t in study.get_trials(deepcopy=False):
             cause = t.user_attrs.get("cause")
             if t.state == TrialState.COMPLETE or (t.state == TrialState.FAIL and cause):
-                records.append({**t.params, _TIME: t.value, _CAUSE: cause,
+                spread = {}
+                timing = t.user_attrs.get("timing")
+                if t.state == TrialState.COMPLETE and timing:  # a re-timed value may lie outside
+                    spread = {_MIN: min(timing["min_ms"], t.value),
+                              _MAX: max(timing["max_ms"], t.value)}
+                records.append({**t.params, _TIME: t.value, _CAUSE: cause, **spread,
                                 _PROBLEM: study.user_attrs.get("problem", "")})
         return cls.from_frame(pd.DataFrame.from_records(records))
 
@@ -70,23 +113,25 @@ class RecordedTable:
         text = repr((self.params, sorted(self.rows.items(), key=repr)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def lookup(self, config: Config, problem: Problem) -> tuple[float | None, str | None]:
+    def lookup(self, config: Config, problem: Problem) -> Recorded:
         values = _key(config.get(p) for p in self.params)
         for problem_key in (problem.key, ""):
             if (problem_key, values) in self.rows:
                 return self.rows[(problem_key, values)]
-        return None, Cause.NOT_RECORDED.value
+        return Recorded(None, Cause.NOT_RECORDED.value)
 
 
 class ReplayDevices(DevicePool):
     """Devices that replay a RecordedTable: `slots` at a time, each result `delay_s` after its
-    start. `table_name` (e.g. its file) labels the results' provenance."""
+    start, its time drawn within the row's spread (seeded by `seed`). `table_name` (e.g. its
+    file) labels the results' provenance."""
 
     name = "replay"
 
     def __init__(self, table: RecordedTable, slots: int = 1, delay_s: float = 0.0,
-                 table_name: str = "<table>"):
-        self.table, self._slots, self.delay_s = table, slots, delay_s
+                 table_name: str = "<table>", seed: int = 0):
+        self.table, self._slots, self.delay_s, self.seed = table, slots, delay_s, seed
+        self._served: collections.Counter = collections.Counter()
         self._provenance = Provenance("replayed", {"table": table_name, "sha256": table.digest()})
         self._running: dict[Key, tuple[float, Result]] = {}
         self.measured: list[Config] = []  # every config served, in order
@@ -98,17 +143,26 @@ class ReplayDevices(DevicePool):
     def start(self, key: Key, job: Job) -> None:
         candidate = job.candidate
         self.measured.append(dict(candidate.config))
-        time_ms, cause = self.table.lookup(candidate.config, candidate.problem)
-        if cause is not None:
+        row = self.table.lookup(candidate.config, candidate.problem)
+        if row.cause is not None:
             try:
-                cause_enum = Cause(cause)
+                cause_enum = Cause(row.cause)
             except ValueError:
                 cause_enum = Cause.ERROR
-            result = Result(None, cause_enum, f"recorded failure: {cause}")
+            result = Result(None, cause_enum, f"recorded failure: {row.cause}")
         else:
+            time_ms = row.draw(self._rng(candidate.config, candidate.problem))
             result = Result(None, timing=Timing(time_ms, time_ms, time_ms, rounds=1,
                                                 iters_per_round=1, input_sets=1))
         self._running[key] = (time.monotonic() + self.delay_s, result)
+
+    def _rng(self, config: Config, problem: Problem) -> random.Random:
+        """The noise of this config's n-th replay: independent of the order of other replays
+        (a str seed is hashed with SHA-512, the same in every process)."""
+        key = (problem.key, _key(config.get(p) for p in self.table.params))
+        n = self._served[key]
+        self._served[key] += 1
+        return random.Random(f"{self.seed}|{key}|{n}")
 
     def harvest(self):
         now = time.monotonic()

@@ -1,8 +1,11 @@
 """Random configs drawn from a space's Optuna distributions, and legal ones: for checking a
-fixed parameter (the CLI), the conformance kit and `autotune validate`'s sample."""
+fixed parameter (the CLI), the conformance kit, `autotune validate`'s sample and `autotune
+record`'s uniform sample and neighbourhoods."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from typing import Mapping
 
@@ -58,4 +61,83 @@ def covering_sample(space: SearchSpace, problems: list[Problem], per_problem: in
             best = max(pool, key=lambda c: len({(k, repr(v)) for k, v in c.items()} & unseen))
             unseen -= {(k, repr(v)) for k, v in best.items()}
             out.append((problem, f"s{i + 1}", best))
+    return out
+
+
+def config_key(config: Config) -> tuple:
+    """A config's identity, whatever the order of its knobs."""
+    return tuple(sorted((k, repr(v)) for k, v in config.items()))
+
+
+def _choices(space: SearchSpace, problem: Problem, fixed: Mapping | None) -> dict[str, list]:
+    """Every knob's values, `fixed` ones pinned; refuses knobs that are not a finite list."""
+    from optuna.distributions import CategoricalDistribution
+
+    out = {}
+    for name, dist in space.parameters(problem).items():
+        if fixed and name in fixed:
+            out[name] = [fixed[name]]
+        elif isinstance(dist, CategoricalDistribution):
+            out[name] = list(dist.choices)
+        elif getattr(dist, "step", None) and not getattr(dist, "log", False):
+            out[name] = list(range(dist.low, dist.high + 1, dist.step))
+        else:
+            raise ValueError(f"knob {name} ({type(dist).__name__}) is not a finite list of values")
+    return out
+
+
+@dataclasses.dataclass
+class UniformSample:
+    """Distinct legal configs drawn uniformly, and what drawing them says about the space."""
+
+    configs: list[Config]
+    draws: int  # configs drawn from the knob product
+    legal_draws: int  # of which legal (repeats included)
+    product: int  # size of the knob product (fixed knobs pinned)
+
+    @property
+    def legal_estimate(self) -> tuple[int, int]:
+        """The legal space's size estimated from the acceptance rate, and its 95% margin."""
+        if not self.draws:
+            return 0, self.product
+        p = self.legal_draws / self.draws
+        margin = 1.96 * math.sqrt(p * (1 - p) / self.draws)
+        return round(p * self.product), round(margin * self.product)
+
+
+def uniform_legal(space: SearchSpace, problem: Problem, n: int, rng: random.Random,
+                  fixed: Mapping | None = None, max_draws: int | None = None) -> UniformSample:
+    """Up to `n` distinct legal configs, uniform over the legal space (`fixed` knobs pinned), in
+    the order drawn: each knob drawn uniformly, the config kept if legal and new. The knob
+    product is never listed (gemm_sm90's holds 1.2-2.5 M configs, ~8-10% of them legal; listing
+    them takes up to a minute per shape, drawing 2,000 legal ones under a second). Gives up after
+    `max_draws` (default 1000 x n) draws: a space with fewer legal configs than `n`."""
+    values = _choices(space, problem, fixed)
+    product = math.prod(len(v) for v in values.values())
+    seen, configs, draws, legal = set(), [], 0, 0
+    limit = max_draws if max_draws is not None else 1000 * max(n, 1)
+    while len(configs) < n and draws < limit:
+        config = {k: rng.choice(v) for k, v in values.items()}
+        draws += 1
+        if space.violations(config, problem):
+            continue
+        legal += 1
+        key = config_key(config)
+        if key not in seen:
+            seen.add(key)
+            configs.append(config)
+    return UniformSample(configs, draws, legal, product)
+
+
+def neighbours(space: SearchSpace, problem: Problem, config: Config,
+               fixed: Mapping | None = None) -> list[Config]:
+    """Every legal config that differs from `config` in exactly one knob (`fixed` knobs
+    excepted), knob by knob in the space's order, values in theirs."""
+    out = []
+    for name, vals in _choices(space, problem, fixed).items():
+        for value in vals:
+            if value != config.get(name):
+                candidate = {**config, name: value}
+                if not space.violations(candidate, problem):
+                    out.append(candidate)
     return out

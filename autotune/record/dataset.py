@@ -1,0 +1,91 @@
+"""A recording on disk: `recording.csv` (one row per measured config: problem, source, the
+knobs, median time over the rounds with its spread, or the failure's cause) - the replayed
+runner's table as is (`autotune tune --simulate recording.csv`) - and `recording.json` (where,
+when, with what and how: device, versions, timer, command, and per shape the legal space's
+size, how the sample was drawn and the vendor's time), summarised in `recording.md`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pandas as pd
+
+CSV, META, SUMMARY = "recording.csv", "recording.json", "recording.md"
+SPREAD = ["time_ms", "min_ms", "max_ms", "rounds", "cause"]
+
+
+@dataclasses.dataclass
+class Recording:
+    """Rows (every shape) and their header."""
+
+    frame: pd.DataFrame
+    meta: dict
+
+    def __post_init__(self):
+        """Columns in the recording's order: problem, source, the knobs, the time and spread."""
+        knobs = [c for c in self.frame.columns if c not in ("problem", "source", *SPREAD)]
+        self.frame = self.frame.reindex(columns=["problem", "source", *knobs, *SPREAD])
+
+    @property
+    def problems(self) -> list[str]:
+        return list(dict.fromkeys(self.frame["problem"]))
+
+    def knobs(self) -> list[str]:
+        return [c for c in self.frame.columns if c not in ("problem", "source", *SPREAD)]
+
+    def of(self, problem_key: str) -> pd.DataFrame:
+        return self.frame[self.frame["problem"] == problem_key].reset_index(drop=True)
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Recording":
+        """A recording's directory (or its CSV, with the JSON beside it)."""
+        path = Path(path)
+        folder = path if path.is_dir() else path.parent
+        csv = path if path.suffix == ".csv" else folder / CSV
+        if not csv.exists():
+            raise FileNotFoundError(f"no recording at {path} (expected {csv})")
+        meta_path = folder / META
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        return cls(pd.read_csv(csv, keep_default_na=True), meta)
+
+    def write(self, folder: str | Path) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.frame.to_csv(folder / CSV, index=False)
+        (folder / META).write_text(json.dumps(self.meta, indent=1, default=str) + "\n")
+        (folder / SUMMARY).write_text(summary(self))
+        return folder
+
+
+def summary(recording: Recording) -> str:
+    """What the recording holds, per shape, in Markdown."""
+    meta = recording.meta
+    lines = [f"# Recording of {meta.get('space', '?')}"
+             + (" (PROVISIONAL)" if meta.get("provisional") else ""), ""]
+    if meta.get("note"):
+        lines += [meta["note"], ""]
+    lines += [f"- {k}: {meta[k]}" for k in ("device", "date", "timer", "command", "template",
+                                             "versions") if meta.get(k)]
+    lines += ["", "| problem | legal space | rows by source | timed | failed | best ms | "
+              "default ms | vendor ms | best config |", "|---|---|---|---|---|---|---|---|---|"]
+    knobs = recording.knobs()
+    for problem in recording.problems:
+        rows = recording.of(problem)
+        info = meta.get("problems", {}).get(problem, {})
+        timed = rows[rows["time_ms"].notna()]
+        failed = rows[rows["time_ms"].isna()]["cause"].value_counts().to_dict()
+        default = timed[timed["source"] == "default"]["time_ms"]
+        best = timed.loc[timed["time_ms"].idxmin()] if len(timed) else None
+        sources = info.get("sample") or ", ".join(
+            f"{k} {v}" for k, v in rows["source"].value_counts(sort=False).items())
+        vendor = info.get("vendor_ms")
+        cells = [problem, info.get("legal_space", "?"), sources, len(timed),
+                 ", ".join(f"{k} {v}" for k, v in failed.items()) or 0,
+                 f"{best['time_ms']:.5g}" if best is not None else "-",
+                 f"{default.iloc[0]:.5g}" if len(default) else "-",
+                 f"{vendor:.5g}" if vendor else "-",
+                 ", ".join(f"{k}={best[k]}" for k in knobs) if best is not None else "-"]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,174 @@
+"""Recordings (autotune/record): the plan (uniform legal sample, one-knob neighbourhoods), the
+compiled bundle (resumable, failures kept), reading measurements into a dataset, and replaying
+it within the recorded spread, deterministically for a seed."""
+
+import json
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from autotune.record.bundle import (HEADER, compile_bundle, pack, plan, read_jobs, write_header)
+from autotune.record.ingest import ingest
+from autotune.record.measure import META, RESULTS, VENDOR, done_so_far
+from autotune.runner import RecordedTable, replay
+from autotune.runner.base import Candidate, Compiled
+from autotune.spaces import get_space
+from autotune.spaces.sampling import config_key, neighbours, uniform_legal
+from autotune.testing.synthetic import SyntheticCompileError, SyntheticSpace
+
+SYNTH = SyntheticSpace(faults={"compile": [{"block_n": 128}]})
+SYNTH_PROBLEM = SYNTH.parse_problem("128x48x32")
+GEMM = get_space("gemm_sm90")
+GEMM_PROBLEM = GEMM.parse_problem("64x28672x4096")
+
+
+def test_uniform_sample_is_legal_distinct_and_estimates_the_space_size():
+    exact = len(SYNTH.legal_configs(SYNTH_PROBLEM))
+    drawn = uniform_legal(SYNTH, SYNTH_PROBLEM, 1000, random.Random(0))
+    assert len(drawn.configs) == exact  # asked for more than there are: every legal one, once
+    assert len({config_key(c) for c in drawn.configs}) == exact
+    assert not any(SYNTH.violations(c, SYNTH_PROBLEM) for c in drawn.configs)
+    estimate, margin = drawn.legal_estimate
+    assert abs(estimate - exact) <= 2 * margin + 1
+    assert drawn.product == 4 * 4 * 4
+
+
+def test_neighbours_are_every_legal_one_knob_change():
+    centre = GEMM.default_config(GEMM_PROBLEM)
+    found = neighbours(GEMM, GEMM_PROBLEM, centre)
+    expected = [{**centre, k: v} for k, d in GEMM.parameters(GEMM_PROBLEM).items()
+                for v in d.choices if v != centre[k]
+                and not GEMM.violations({**centre, k: v}, GEMM_PROBLEM)]
+    assert found == expected and len(found) > 10
+    assert all(sum(c[k] != centre[k] for k in centre) == 1 for c in found)
+
+
+def test_plan_starts_like_a_study_then_neighbourhoods_then_a_seeded_uniform_sample():
+    best = {**GEMM.default_config(GEMM_PROBLEM), "stages": 3}
+    jobs, info = plan(GEMM, GEMM_PROBLEM, 50, seed=1, centres=[best])
+    sources = [s for s, _ in jobs]
+    assert sources[0] == "default" and sources[1] == "seed"
+    first_uniform = sources.index("uniform")
+    assert set(sources[first_uniform:]) == {"uniform"}
+    assert "neighbourhood-1" in sources[:first_uniform]
+    assert sources.count("uniform") <= 50  # those already planned as neighbours are not repeated
+    assert len({config_key(c) for _, c in jobs}) == len(jobs)
+    assert not any(GEMM.violations(c, GEMM_PROBLEM) for _, c in jobs)
+    assert jobs == plan(GEMM, GEMM_PROBLEM, 50, seed=1, centres=[best])[0]
+    assert jobs != plan(GEMM, GEMM_PROBLEM, 50, seed=2, centres=[best])[0]
+    assert 100_000 < info["plan"]["legal_estimate"] < 250_000  # 120,840-191,040 counted
+
+
+def fake_compiler(calls: list):
+    """Writes an artifact directory as tirx would (its files' content is irrelevant here)."""
+
+    def compile_(space, config, problem, cache_dir=None):
+        calls.append(config)
+        if space.fault(config) == "compile":
+            raise SyntheticCompileError("nvrtc", "error: no such instruction")
+        path = Path(cache_dir) / f"k{len(calls)}"
+        path.mkdir(parents=True)
+        for name in ("kernel.cubin", "artifact.json"):
+            (path / name).write_text(name)
+        return Compiled(str(path), {"registers": 96})
+
+    return compile_
+
+
+def make_bundle(tmp_path) -> tuple[Path, list]:
+    jobs, info = plan(SYNTH, SYNTH_PROBLEM, 12, seed=0)
+    folder = tmp_path / "bundle"
+    write_header(folder, SYNTH, {SYNTH_PROBLEM.key: info}, "autotune record synthetic")
+    calls = []
+    compile_bundle(SYNTH, [(SYNTH_PROBLEM, s, c) for s, c in jobs], folder,
+                   str(tmp_path / "cache"), compiler=fake_compiler(calls))
+    return folder, calls
+
+
+def test_bundle_compiles_each_job_once_keeps_failures_and_resumes(tmp_path):
+    folder, calls = make_bundle(tmp_path)
+    jobs = read_jobs(folder)
+    assert len(jobs) == len(calls) == 13  # the default + 12 drawn (all legal, none repeated)
+    failed = [j for j in jobs if "cause" in j]
+    assert [j["config"] for j in failed] == [c for c in calls if SYNTH.fault(c) == "compile"]
+    assert all(j["cause"] == "compile" and "no such instruction" in j["error"] for j in failed)
+    assert all((folder / j["artifact"] / "kernel.cubin").exists() for j in jobs
+               if "cause" not in j)
+    jobs_again, _ = plan(SYNTH, SYNTH_PROBLEM, 12, seed=0)
+    compile_bundle(SYNTH, [(SYNTH_PROBLEM, s, c) for s, c in jobs_again], folder,
+                   str(tmp_path / "cache"), compiler=fake_compiler(calls))
+    assert len(calls) == 13 and read_jobs(folder) == jobs  # nothing compiled twice
+    assert json.loads((folder / HEADER).read_text())["target"] == \
+        "autotune.testing.synthetic:SyntheticSpace"
+    archive = pack(folder, tmp_path / "b.tar.xz")
+    assert archive.stat().st_size > 0
+
+
+def write_measurements(folder: Path, jobs: list, rounds: int) -> dict:
+    """What measure.py writes: per job and round a time, or a failure (round -1)."""
+    times = {}
+    folder.mkdir()
+    unmeasured = [j for j in jobs if "cause" not in j][-1]  # out of time before it
+    with open(folder / RESULTS, "w") as out:
+        for r in range(rounds):
+            out.write(json.dumps({"id": f"{VENDOR}|{SYNTH_PROBLEM.key}", "round": r,
+                                  "time_ms": 0.5 + r * 0.01}) + "\n")
+            for i, job in enumerate(jobs):
+                if job is unmeasured:
+                    continue
+                if "cause" in job:
+                    if r == 0:
+                        out.write(json.dumps({"id": job["id"], "round": -1, "cause": "compile",
+                                              "error": job["error"]}) + "\n")
+                    continue
+                t = 1.0 + i + 0.1 * r
+                times.setdefault(job["id"], []).append(t)
+                out.write(json.dumps({"id": job["id"], "round": r, "time_ms": t}) + "\n")
+    (folder / META).write_text(json.dumps({"runs": [{
+        "device": "NVIDIA H100 80GB HBM3", "date": "2026-11-23 05:00:00 UTC", "timer": "graph",
+        "command": "python -m autotune.record.measure b out", "torch": "2.11", "cuda": "13.0",
+        "driver": "13.0", "python": "3.12.3"}]}))
+    return times
+
+
+def test_ingest_keeps_median_spread_and_causes_and_replays_within_the_spread(tmp_path):
+    folder, _ = make_bundle(tmp_path)
+    jobs = read_jobs(folder)
+    times = write_measurements(tmp_path / "out", jobs, rounds=3)
+    failed = sum("cause" in j for j in jobs)
+    assert failed >= 1
+    assert len(done_so_far(tmp_path / "out")) == 3 + 3 * len(times) + failed  # a rerun skips
+    recording = ingest(folder, tmp_path / "out", note="test")
+    frame = recording.frame
+    assert len(frame) == len(jobs) - 1 and recording.meta["unmeasured_jobs"] == 1
+    assert recording.meta["device"] == "NVIDIA H100 80GB HBM3"
+    assert recording.meta["problems"][SYNTH_PROBLEM.key]["vendor_ms"] == pytest.approx(0.51)
+    timed = frame[frame["time_ms"].notna()]
+    for job in jobs:
+        if job["id"] in times:
+            row = timed[(timed["block_m"] == job["config"]["block_m"])
+                        & (timed["block_n"] == job["config"]["block_n"])
+                        & (timed["stages"] == job["config"]["stages"])].iloc[0]
+            t = times[job["id"]]
+            assert (row["time_ms"], row["min_ms"], row["max_ms"], row["rounds"]) == \
+                (statistics.median(t), min(t), max(t), 3)
+    assert set(frame[frame["time_ms"].isna()]["cause"]) == {"compile"}
+
+    recording.write(tmp_path / "rec")
+    table = RecordedTable.from_frame(recording.frame.drop(columns=["source"]))
+    config = {k: timed.iloc[2][k] for k in ("block_m", "block_n", "stages")}
+    config = {k: int(v) for k, v in config.items()}
+    lo, hi = timed.iloc[2]["min_ms"], timed.iloc[2]["max_ms"]
+
+    def draws(seed):
+        runner = replay(table, seed=seed)
+        out = [runner.run([Candidate(SYNTH, config, SYNTH_PROBLEM)])[0].time_ms
+               for _ in range(20)]
+        runner.close()
+        return out
+
+    first = draws(0)
+    assert all(lo <= t <= hi for t in first) and len(set(first)) > 1
+    assert draws(0) == first and draws(1) != first
