@@ -135,12 +135,14 @@ def cmd_tune(args) -> int:
     space = get_space(args.space)
     problems = parse_shapes(space, args.shapes, args.dtype)
     fixed = _fixed_params(space, problems, args.fix)
-    make_sampler(args.sampler, args.seed, fixed)  # fail early on a sampler that cannot be made
+    # fail early on a sampler that cannot be made
+    make_sampler(args.sampler, args.seed, fixed, space=space, problem=problems[0])
     storage = open_storage(args.storage or default_storage_url(space.name))
     runner = _make_runner(args, space)
     with runner:
         summaries = tune(space, problems, runner, storage=storage, trials=args.trials,
-                         sampler_factory=lambda: make_sampler(args.sampler, args.seed, fixed),
+                         sampler_factory=lambda problem: make_sampler(
+                             args.sampler, args.seed, fixed, space=space, problem=problem),
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
                          final_top=args.final_top, final_rounds=args.final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
@@ -222,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--simulate", metavar="TABLE.csv",
                       help="replay a recorded table of config -> time_ms/cause instead of running")
     tune.add_argument("--storage", help="Optuna storage URL (default sqlite:///studies/<space>.db)")
-    tune.add_argument("--sampler", default="tpe", help="tpe (default), random, gp, cmaes, brute")
+    tune.add_argument("--sampler", default="tpe",
+                      help="tpe (default; multivariate), tpe-univariate, random, gp, cmaes, guided "
+                           "(ours: legal one-knob moves ranked by the space's cost model), brute")
     tune.add_argument("--seed", type=int)
     tune.add_argument("--fix", action="append", default=[], metavar="NAME=VALUE",
                       help="pin a parameter (repeatable)")
@@ -252,10 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("--storage", help="Optuna storage URL")
 
     from .bench.cli import add_commands as add_bench_commands
+    from .bench.sampler_cli import add_sampler_bench_command
     from .compare import add_compare_command  # pandas/matplotlib load only when it runs
+    from .record.cli import add_record_commands
 
     add_compare_command(sub)
     add_bench_commands(sub)
+    add_record_commands(sub)
+    add_sampler_bench_command(sub)
     return parser
 
 

@@ -262,7 +262,7 @@ def test_results_tables(storage):
     problems = [SPACE.parse_problem("128x48x32"), SPACE.parse_problem("64x48x32")]
     table = RecordedTable.from_frame(SPACE.recorded_frame(problems[0]))
     tune(SPACE, problems, replay(table), storage=storage, trials=10,
-         sampler_factory=lambda: make_sampler("brute", seed=0))
+         sampler_factory=lambda problem: make_sampler("brute", seed=0))
     best = best_configs(storage, "synthetic")
     assert list(best["problem"]) == sorted(p.key for p in problems) or \
         set(best["problem"]) == {p.key for p in problems}

@@ -95,6 +95,11 @@ class SearchSpace(abc.ABC):
         """Fewest bytes one call must move through device memory."""
         return self.op.bytes_moved(problem) if self.op else 0.0
 
+    def estimate_ms(self, config: Config, problem: Problem) -> float | None:
+        """A cost model's predicted time of a legal config, for samplers that rank candidates
+        before measuring them (the `guided` sampler); None: the plugin has none. Optional."""
+        return None
+
     # -- building and checking ------------------------------------------------------------
     @abc.abstractmethod
     def build(self, config: Config, problem: Problem):

@@ -373,6 +373,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         return build_gemm(problem["M"], problem["N"], problem["K"], problem.dtype,
                           kernel_config(config))
 
+    def estimate_ms(self, config: Config, problem: Problem) -> float:
+        from .gemm_sm90_model import estimate_ms
+
+        return estimate_ms(kernel_config(config), problem["M"], problem["N"], problem["K"])
+
     def template_files(self) -> list[str]:
         import kernels.gemm
 

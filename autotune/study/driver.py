@@ -434,9 +434,9 @@ def tune(space: SearchSpace, problems: list[Problem], runner: Runner, *, storage
          trials: int = 50, sampler_factory=None, retime_best: bool = True,
          progress: bool = False, fixed: Config | None = None, final_top: int = 3,
          final_rounds: int = 3) -> list[StudySummary]:
-    """Tune each problem in turn; `sampler_factory()` makes a fresh sampler per study."""
+    """Tune each problem in turn; `sampler_factory(problem)` makes a fresh sampler per study."""
     return [tune_problem(space, p, runner, storage=storage, trials=trials,
-                         sampler=sampler_factory() if sampler_factory else None,
+                         sampler=sampler_factory(p) if sampler_factory else None,
                          retime_best=retime_best, progress=progress, fixed=fixed,
                          final_top=final_top, final_rounds=final_rounds)
             for p in problems]

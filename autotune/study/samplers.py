@@ -1,4 +1,4 @@
-"""Optuna samplers by name, with the settings that suit kernel tuning."""
+"""Optuna samplers by name, with the settings that suit kernel tuning, and ours (`guided`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import optuna
 
 from ..errors import UserError
 
-SAMPLERS = ("tpe", "random", "gp", "cmaes", "brute")
+SAMPLERS = ("tpe", "tpe-univariate", "random", "gp", "cmaes", "guided", "brute")
 _NEEDS = {"gp": ("torch", "scipy"), "cmaes": ("cmaes",)}
 
 
-def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None) -> optuna.samplers.BaseSampler:
-    """`fixed` pins parameters to values for every trial (optuna's PartialFixedSampler)."""
+def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None, *,
+                 space=None, problem=None) -> optuna.samplers.BaseSampler:
+    """`fixed` pins parameters to values for every trial (optuna's PartialFixedSampler).
+    `guided` searches one problem of one space: it needs both."""
     if name not in SAMPLERS:
         raise UserError(f"unknown sampler {name!r} (choose from {', '.join(SAMPLERS)})")
     missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
@@ -22,16 +24,24 @@ def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None) 
         raise UserError(f"sampler {name!r} needs {' and '.join(missing)}: pip install {' '.join(missing)}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        if name == "tpe":
+        if name in ("tpe", "tpe-univariate"):
             # Multivariate: tile sizes interact. Constant liar: trials in flight on other GPUs
             # count as bad guesses, so parallel asks do not all land on the same config.
-            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=name == "tpe",
+                                                 constant_liar=True)
         elif name == "random":
             sampler = optuna.samplers.RandomSampler(seed=seed)
         elif name == "gp":
             sampler = optuna.samplers.GPSampler(seed=seed, deterministic_objective=False)
         elif name == "cmaes":
             sampler = optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+        elif name == "guided":
+            if space is None or problem is None:
+                raise UserError("sampler 'guided' searches one problem of one space: "
+                                "make_sampler needs space= and problem=")
+            from .guided import GuidedSampler
+
+            sampler = GuidedSampler(space, problem, seed, fixed)
         else:
             sampler = optuna.samplers.BruteForceSampler(seed=seed)
         if fixed:

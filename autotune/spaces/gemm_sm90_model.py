@@ -1,0 +1,75 @@
+"""A cost model of the Hopper GEMM template: a config's time predicted from its launch geometry,
+for samplers that rank candidates before measuring them (autotune/study/guided.py). It ranks,
+it does not time: the constants are H100 datasheet figures, and what it leaves out (L2 reuse
+by raster and group, the L2 policy, instruction overheads) it treats as equal for every config.
+
+Per CTA work unit (a tile, or a tile's share of K under split-K), over its K iterations:
+- compute: the tile's wgmma FLOPs at the SM's tensor-core rate, slowed where shared memory
+  cannot feed it (an m64nNk16 wgmma reads 64 + N rows of 16 elements for 2*64*N*16 FLOPs: at
+  128 B/clk per SM, N < 64 starves the tensor cores, e.g. N=16 runs at 40%);
+- loads: the stage's bytes at the SM's share of bandwidth, which is capped by the bytes the
+  ring keeps in flight (stages x stage bytes per ~1 us of memory latency) and by device memory
+  shared among the CTAs loading at once; a 2-CTA multicast cluster loads its shared operand once;
+- a K iteration takes the slower of the two (the ring overlaps them); then the ring's fill
+  latency and the epilogue's stores (split-K: the partial sums exchanged through DSMEM).
+Units run in waves of the SMs (persistent kernels: over the CTAs they launch); the time is the
+waves' time, at least the device-memory floor of the unique bytes."""
+
+from __future__ import annotations
+
+import math
+
+from kernels.gemm._sm90_config import ELEM_BYTES, H100_SMS, GemmConfig, geometry, smem_bytes
+
+SM_FLOPS_PER_S = 989e12 / H100_SMS  # dense bf16 tensor-core peak per SM (H100 SXM datasheet)
+SMEM_BYTES_PER_CLK, TC_FLOPS_PER_CLK = 128, 4096  # per SM: shared memory port, tensor cores
+HBM_BYTES_PER_S = 3.35e12
+L2_BYTES_PER_S = 1e13  # operands re-read by other CTAs mostly hit L2
+MEMORY_LATENCY_S = 8e-7  # what Little's law needs in flight per SM to sustain its share
+SM_MAX_BYTES_PER_S = 1.6e11  # the most one SM draws, however deep its ring
+SPLIT_SYNC_S = 1.5e-6  # split-K: the cluster's barrier and DSMEM exchange, per reduction step
+SMEM_PER_SM = 232448
+
+
+def _wgmma_efficiency(n: int) -> float:
+    """Fraction of the tensor-core rate an m64nNk16 wgmma sustains on shared-memory operands."""
+    bytes_per_clk = (64 + n) * 16 * ELEM_BYTES / (2 * 64 * n * 16 / TC_FLOPS_PER_CLK)
+    return min(1.0, SMEM_BYTES_PER_CLK / bytes_per_clk)
+
+
+def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
+    """Predicted time (ms) of the template with `cfg` on D[M, N] = A[M, K] @ B[N, K]^T."""
+    g = geometry(M, N, K, cfg)
+    rows, cols = g.rows, g.cols
+    tiles = math.ceil(rows / cfg.blk_m) * math.ceil(cols / cfg.blk_n)
+    units = tiles * cfg.split_k
+    k_iters = math.ceil(math.ceil(K / cfg.split_k) / cfg.blk_k)
+
+    if cfg.persistent:
+        slots = g.grid
+    else:  # CTAs resident per SM, bounded by shared memory (and by 2048 threads)
+        per_sm = min(SMEM_PER_SM // smem_bytes(cfg), 2048 // (128 * (cfg.consumers + 1)))
+        slots = H100_SMS * max(1, per_sm)
+    waves = math.ceil(units / slots)
+    active = min(units, slots)
+
+    mma_flops = 2 * cfg.blk_m * cfg.blk_n * cfg.blk_k
+    compute_s = mma_flops / (SM_FLOPS_PER_S * _wgmma_efficiency(cfg.blk_n))
+    shared = 0.5 if cfg.multicast_size == 2 else 1.0
+    a_rows, b_rows = cfg.blk_m, cfg.blk_n
+    if cfg.cluster_m == 2:  # a pair along M multicasts the B tile
+        b_rows *= shared
+    elif cfg.cluster_n == 2:  # a pair along N multicasts the A tile
+        a_rows *= shared
+    stage_bytes = (a_rows + b_rows) * cfg.blk_k * ELEM_BYTES
+    in_flight = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
+    bandwidth = min(SM_MAX_BYTES_PER_S, in_flight / MEMORY_LATENCY_S, L2_BYTES_PER_S / active)
+    load_s = stage_bytes / bandwidth
+    epilogue_s = cfg.blk_m * cfg.blk_n * ELEM_BYTES / SM_MAX_BYTES_PER_S
+    if cfg.split_k > 1:  # every rank's f32 partials cross the cluster, log2(split) steps
+        epilogue_s += math.log2(cfg.split_k) * (SPLIT_SYNC_S
+                                                + cfg.blk_m * cfg.blk_n * 4 / SM_MAX_BYTES_PER_S)
+    unit_s = k_iters * max(compute_s, load_s) + MEMORY_LATENCY_S + epilogue_s
+
+    floor_s = (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S
+    return max(waves * unit_s, floor_s) * 1e3

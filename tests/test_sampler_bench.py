@@ -1,0 +1,71 @@
+"""The sampler benchmark (autotune/bench/samplers.py) on a committed recording, and our
+`guided` sampler: runs are deterministic for a seed, scored on recorded medians, and the
+guided sampler proposes legal configs only."""
+
+import math
+from pathlib import Path
+
+import optuna
+import pytest
+
+from autotune.bench.sampler_cli import load_landscapes
+from autotune.bench.samplers import applies, run_sampler, runs_frame, summary_frame
+from autotune.spaces import get_space
+from autotune.study.samplers import make_sampler
+
+STUDIES = Path(__file__).resolve().parent.parent / "studies"
+PROVISIONAL = STUDIES / "2026-11-23-h100-sampler-bench-provisional" / "recording"
+SHAPE = "M=128,N=1024,K=4096,dtype=bfloat16"
+
+
+@pytest.fixture(scope="module")
+def land():
+    _, _, lands = load_landscapes([str(PROVISIONAL)], [SHAPE])
+    return lands[0]
+
+
+def test_a_replayed_run_is_deterministic_and_scored_on_recorded_medians(land):
+    first = run_sampler(land, "random", seed=3, budget=12)
+    assert run_sampler(land, "random", seed=3, budget=12).curve == first.curve
+    assert len(first.curve) == 12
+    assert all(b <= a for a, b in zip(first.curve, first.curve[1:]))  # best so far
+    assert set(first.curve) <= set(land.medians)
+    assert first.trials_to(math.inf) == 1
+    other = run_sampler(land, "random", seed=4, budget=12)
+    assert other.curve != first.curve
+
+
+def test_a_start_is_measured_first(land):
+    start = land.sources("default", "seed")
+    run = run_sampler(land, "random", seed=0, budget=len(start), start=start, start_name="default")
+    default = land.medians[land.configs.index(start[0])]
+    assert run.curve[0] == default
+
+
+def test_summary_counts_trials_to_each_tolerance(land):
+    runs = [run_sampler(land, "random", seed=s, budget=10) for s in range(3)]
+    frame = runs_frame(runs)
+    assert list(frame["to_5pct"]) == [r.trials_to(0.05) for r in runs]
+    summary = summary_frame(frame)
+    assert summary.loc[0, "seeds"] == 3 and summary.loc[0, "sampler"] == "random"
+
+
+def test_cmaes_does_not_apply_to_an_all_categorical_space(land):
+    assert "categorical" in applies("cmaes", land)
+    assert applies("tpe", land) is None
+
+
+def test_guided_sampler_proposes_legal_configs_best_first():
+    space = get_space("gemm_sm90")
+    problem = space.parse_problem("64x28672x4096")
+    study = optuna.create_study(sampler=make_sampler("guided", 0, space=space, problem=problem))
+    distributions = space.parameters(problem)
+    proposed = []
+    for _ in range(8):
+        trial = study.ask(distributions)
+        assert space.violations(trial.params, problem) == []
+        proposed.append(trial.params)
+        study.tell(trial, space.estimate_ms(trial.params, problem))
+    assert len({repr(sorted(p.items())) for p in proposed}) == 8  # never the same twice
+    with pytest.raises(Exception, match="needs space= and problem="):
+        make_sampler("guided", 0)
