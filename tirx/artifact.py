@@ -125,13 +125,15 @@ class Artifact:
     ptxas_log: str = dataclasses.field(default="", repr=False)
     path: Path | None = None
 
-    def save(self, directory: str | os.PathLike) -> "Artifact":
-        """Write atomically: a concurrent writer of the same key never leaves a torn artifact."""
+    def save(self, directory: str | os.PathLike, *, source: bool = True) -> "Artifact":
+        """Write atomically: a concurrent writer of the same key never leaves a torn artifact.
+        source=False leaves kernel.cu empty (copies that travel to a GPU machine: the CUDA
+        source is for reading and can be larger than the cubin)."""
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory.parent))
         (tmp / "kernel.cubin").write_bytes(self.cubin)
-        (tmp / "kernel.cu").write_text(self.source)
+        (tmp / "kernel.cu").write_text(self.source if source else "")
         (tmp / "ptxas.log").write_text(self.ptxas_log)
         meta = {
             "format": FORMAT_VERSION,
