@@ -6,6 +6,7 @@ not (causal counts half the FLOPs). bfloat16.
     python scripts/bench_fa4_sm90.py build .gpu/fa4                # CPU: compile the candidates
     python scripts/bench_fa4_sm90.py run .gpu/fa4 OUT [--rounds R]   # GPU machine, no TVM
     python scripts/bench_fa4_sm90.py report OUT/fa4_sm90_bench.jsonl
+    ncu -k regex:attention ... python scripts/bench_fa4_sm90.py launch .gpu/fa4 NAME SEQLEN
 
 Each candidate binary runs with both values of its launch-time knob `persistent` (same binary).
 Every candidate is validated against a float32 reference on the benchmark's inputs (poisoned
@@ -76,14 +77,14 @@ def build(dest: Path) -> None:
         print(f"{name}: {art.resources.registers} regs, {art.resources.spill_bytes} B spilled")
 
 
-def run(src: Path, out: Path, rounds: int) -> None:
+def run(src: Path, out: Path, rounds: int, rep_ms: int) -> None:
     import torch
     import triton
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from triton.testing import do_bench
 
     import tirx
-    from kernels.fa4.reference_torch import attention_reference, errors, failures
+    from kernels.fa4.reference_torch import attention_reference, check_rows, errors, failures
     from kernels.fa4._sm90_config import launch_scalars
 
     props = torch.cuda.get_device_properties(0)
@@ -94,9 +95,11 @@ def run(src: Path, out: Path, rounds: int) -> None:
               "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
               "python": platform.python_version(), "heads": HEADS, "head_dim": HEAD_DIM,
               "tokens": TOKENS, "dtype": DTYPE, "rounds": rounds,
-              "timer": "triton do_bench median (L2 flushed per launch), median over rounds"}
+              "timer": f"triton do_bench median over {rep_ms} ms (L2 flushed per launch), "
+                       "median over rounds"}
     out.mkdir(parents=True, exist_ok=True)
-    rows = [header]
+    path = out / "fa4_sm90_bench.jsonl"
+    path.write_text(json.dumps(header) + "\n")
     kernels = {n: (tirx.Kernel(tirx.Artifact.load(src / n)), p, c)
                for n, (p, c) in candidates().items() if (src / n / "artifact.json").exists()}
     for causal in (False, True):
@@ -107,10 +110,12 @@ def run(src: Path, out: Path, rounds: int) -> None:
             fl = flops(problem, batch, seqlen, seqlen)
             q, k, v = (torch.randn(batch, seqlen, HEADS, HEAD_DIM, dtype=torch.bfloat16,
                                    device="cuda") for _ in range(3))
-            ref_o, ref_lse = attention_reference(q, k, v, causal, problem.scale)
+            rows = check_rows(seqlen, "cuda")
+            ref_o, ref_lse = attention_reference(q, k, v, causal, problem.scale, rows)
             o = torch.empty_like(q)
             lse = torch.empty(batch, HEADS, seqlen, dtype=torch.float32, device="cuda")
             fns, bad = {}, {}
+            print(f"causal={causal} seqlen={seqlen}:", end=" ", flush=True)
             for name, (kern, p, c) in kernels.items():
                 if p.causal != causal:
                     continue
@@ -121,7 +126,7 @@ def run(src: Path, out: Path, rounds: int) -> None:
                     lse.fill_(float("nan"))
                     kern(q, k, v, o, lse, *scalars)
                     torch.cuda.synchronize()
-                    fail = failures(errors(o, lse, ref_o, ref_lse), DTYPE)
+                    fail = failures(errors(o, lse, ref_o, ref_lse, rows), DTYPE)
                     label = f"{name}{'_persistent' if persistent else ''}"
                     if fail:
                         bad[label] = fail
@@ -141,18 +146,39 @@ def run(src: Path, out: Path, rounds: int) -> None:
             for r in range(rounds):
                 for label in labels[r % len(labels):] + labels[:r % len(labels)]:
                     times[label].append(statistics.median(
-                        do_bench(fns[label], warmup=25, rep=100, return_mode="all")))
-            for label, ts in times.items():
-                ms = statistics.median(ts)
-                rows.append({"causal": causal, "seqlen": seqlen, "batch": batch, "name": label,
-                             "ms": ms, "tflops": fl / ms / 1e9, "rounds_ms": ts})
-            for label, fail in bad.items():
-                rows.append({"causal": causal, "seqlen": seqlen, "batch": batch, "name": label,
-                             "failed": fail})
-            print(f"causal={causal} seqlen={seqlen}: done ({len(bad)} failed)", flush=True)
-    path = out / "fa4_sm90_bench.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                        do_bench(fns[label], warmup=20, rep=rep_ms, return_mode="all")))
+            done = [{"causal": causal, "seqlen": seqlen, "batch": batch, "name": label,
+                     "ms": statistics.median(ts), "tflops": fl / statistics.median(ts) / 1e9,
+                     "rounds_ms": ts} for label, ts in times.items()]
+            done += [{"causal": causal, "seqlen": seqlen, "batch": batch, "name": label,
+                      "failed": fail} for label, fail in bad.items()]
+            with path.open("a") as f:  # a run cut short keeps what it measured
+                f.writelines(json.dumps(r) + "\n" for r in done)
+            print(" ".join(f"{r['name']}={r['tflops']:.0f}" for r in done if "tflops" in r),
+                  f"failed={sorted(bad)}", flush=True)
     report(path)
+
+
+def launch(src: Path, name: str, seqlen: int, persistent: bool) -> None:
+    """One launch of candidate `name` on the benchmark's inputs at `seqlen` (after one warm-up
+    launch), for a profiler to catch."""
+    import torch
+
+    import tirx
+    from kernels.fa4._sm90_config import launch_scalars
+
+    problem, c = candidates()[name]
+    kern = tirx.Kernel(tirx.Artifact.load(src / name))
+    batch = TOKENS // seqlen
+    q, k, v = (torch.randn(batch, seqlen, HEADS, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
+               for _ in range(3))
+    o = torch.empty_like(q)
+    lse = torch.empty(batch, HEADS, seqlen, dtype=torch.float32, device="cuda")
+    scalars = launch_scalars(dataclasses.replace(c, persistent=persistent),
+                             torch.cuda.get_device_properties(0).multi_processor_count)
+    for _ in range(2):
+        kern(q, k, v, o, lse, *scalars)
+    torch.cuda.synchronize()
 
 
 def report(path: Path) -> None:
@@ -200,13 +226,21 @@ def main() -> None:
     r.add_argument("src", type=Path)
     r.add_argument("out", type=Path)
     r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--rep-ms", type=int, default=100, help="do_bench's measuring time")
     rep = sub.add_parser("report")
     rep.add_argument("path", type=Path)
+    la = sub.add_parser("launch")
+    la.add_argument("src", type=Path)
+    la.add_argument("name")
+    la.add_argument("seqlen", type=int)
+    la.add_argument("--persistent", action="store_true")
     args = ap.parse_args()
     if args.cmd == "build":
         build(args.dest)
     elif args.cmd == "run":
-        run(args.src, args.out, args.rounds)
+        run(args.src, args.out, args.rounds, args.rep_ms)
+    elif args.cmd == "launch":
+        launch(args.src, args.name, args.seqlen, args.persistent)
     else:
         report(args.path)
 

@@ -6,7 +6,7 @@ NaN first, so an element the kernel never writes fails it."""
 import pytest
 
 import fa4_sm90_kernels as K
-from kernels.fa4.reference_torch import attention_reference, errors, failures
+from kernels.fa4.reference_torch import attention_reference, check_rows, errors, failures
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -45,8 +45,9 @@ def run(name, batch, seqlen_q, seqlen_k, *, persistent=None, order=None, seed=0)
     launch(q, k, v, o, lse, *launch_scalars(cfg, torch.cuda.get_device_properties(0)
                                             .multi_processor_count))
     torch.cuda.synchronize()
-    ref_o, ref_lse = attention_reference(q, k, v, problem.causal, problem.scale)
-    return failures(errors(o, lse, ref_o, ref_lse), problem.dtype)
+    rows = check_rows(seqlen_q, "cuda", seed=seed)
+    ref_o, ref_lse = attention_reference(q, k, v, problem.causal, problem.scale, rows)
+    return failures(errors(o, lse, ref_o, ref_lse, rows), problem.dtype)
 
 
 # (batch, seqlen_q, seqlen_k): every length of the issue, equal and unequal lengths (causal with

@@ -217,7 +217,7 @@ class Kernel:
         _check(cu.cuLaunchKernelEx(self._config, self._func, ctypes.addressof(self._param_ptrs), 0),
                f"launching {self.spec.symbol}")
 
-    def __del__(self):
+    def __del__(self, _unload=cu.cuModuleUnload):  # bound now: at exit the module is torn down
         module = getattr(self, "_module", None)
         if module is not None:
-            cu.cuModuleUnload(module)
+            _unload(module)

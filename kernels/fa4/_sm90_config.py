@@ -55,9 +55,9 @@ class AttentionSm90Config:
 
     @property
     def producer_regs(self) -> int:
-        """What the consumers leave of the register file, for the producer warpgroup (a
+        """What the consumers leave of the block's registers for the producer warpgroup (a
         multiple of 8, at most 56: the producer only issues TMA)."""
-        left = REGS_PER_SM // WG_THREADS - self.consumers * self.consumer_regs
+        left = block_registers(self.consumers) - self.consumers * self.consumer_regs
         return min(56, left - left % 8)
 
     @classmethod
@@ -82,10 +82,23 @@ KNOBS = {  # the search space: every value of every knob
 }
 
 
+def entry_registers(threads: int) -> int:
+    """Registers each thread starts with: the kernel declares one block per SM in its launch
+    bounds, so ptxas gives every thread the most a block of `threads` can have (allocated in
+    eights, at most 255)."""
+    return min(255, REGS_PER_SM // threads // 8 * 8)
+
+
+def block_registers(consumers: int) -> int:
+    """Registers per thread-slot the warpgroups share: setmaxnreg only moves them between
+    warpgroups, and a setmaxnreg.inc past what the others gave back waits forever."""
+    return (consumers + 1) * entry_registers((consumers + 1) * WG_THREADS)
+
+
 def max_consumer_regs(consumers: int) -> int:
     """The largest setmaxnreg value `consumers` warpgroups can take beside a 24-register
     producer (a multiple of 8, at most 256)."""
-    per = (REGS_PER_SM // WG_THREADS - 24) // max(consumers, 1)
+    per = (block_registers(consumers) - 24) // max(consumers, 1)
     return min(256, per - per % 8)
 
 
@@ -128,10 +141,10 @@ def violations(cfg: AttentionSm90Config, problem: AttentionProblem) -> list[str]
                    f"{cfg.consumers} consumer warpgroups: the most setmaxnreg can give them "
                    "beside a 24-register producer, or 8 fewer for a roomier producer; less only "
                    "idles registers")
-    if cfg.producer_regs < 24:
+    if cfg.consumers >= 1 and cfg.producer_regs < 24:
         out.append(f"{cfg.consumers} consumer warpgroups x {cfg.consumer_regs} registers leave "
-                   f"the producer {cfg.producer_regs} of the {REGS_PER_SM // WG_THREADS} per "
-                   "thread-slot of the register file; setmaxnreg needs at least 24")
+                   f"the producer {cfg.producer_regs} of the {block_registers(cfg.consumers)} "
+                   "the block's warpgroups share per thread-slot; setmaxnreg needs at least 24")
     need = fragment_regs(cfg, d) + CONSUMER_OVERHEAD_REGS
     if cfg.consumer_regs < need:
         out.append(f"consumer_regs={cfg.consumer_regs} cannot hold S, P and O fragments "

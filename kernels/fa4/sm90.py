@@ -56,7 +56,7 @@ from .problem import AttentionProblem
 
 SCHED_BARRIER = 4  # named barriers 4.. order the consumers' wgmma issue (1..3: their own syncs)
 NEG_INF = float("-inf")
-
+LN2 = math.log(2.0)
 
 
 @contextlib.contextmanager
@@ -65,7 +65,6 @@ def when(cond):
     with T.If(cond):
         with T.Then():
             yield
-LN2 = math.log(2.0)
 
 
 def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
@@ -385,6 +384,9 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         O = T.match_buffer(o, (B, SQ, HQ, D), dtype)
         LSE = T.match_buffer(lse, (B, HQ, SQ), "float32")
         T.device_entry()
+        # one block per SM: ptxas then starts every thread at the block's register cap, the
+        # count setmaxnreg trades from (without it, ptxas ignores setmaxnreg)
+        T.attr({"tirx.launch_bounds_min_blocks_per_sm": 1})
         n_mblocks = T.meta_var(T.ceildiv(SQ, BM))
         n_tiles = T.meta_var(n_mblocks * HQ * B)
         n_ctas = T.meta_var(T.min(n_tiles, max_ctas))
