@@ -15,9 +15,7 @@ written and resumed as tirx/sweep.py describes.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
 import sys
 import types
 from pathlib import Path
@@ -51,22 +49,5 @@ def build_config(config: dict):
     return sm100.build(sm100.Fa4Config(**config), PROBLEM)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="compile processes")
-    parser.add_argument("--limit", type=int, help="compile at most this many new configs")
-    parser.add_argument("--out", type=Path, default=RECORD)
-    args = parser.parse_args(argv)
-    from tqdm import tqdm
-
-    todo = configs()
-    rows = sweep.run(todo, build_config, ARCH, args.out, identity(), args.jobs, args.limit,
-                     progress=lambda it, total: tqdm(it, total=total, unit="config"))
-    bad = sweep.bad_rows(rows)
-    print(f"{args.out}: {len(rows)}/{len(todo)} configs recorded, {len(bad)} failed or spilled")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(sweep.main(__doc__, configs(), build_config, ARCH, RECORD, identity))

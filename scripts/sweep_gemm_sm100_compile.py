@@ -13,8 +13,6 @@ class) is written and resumed as tirx/sweep.py describes.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -34,27 +32,13 @@ def build_class(config: dict):
     return SPACE.build(config, SPACE.parse_problem(PROBLEM))
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="compile processes")
-    parser.add_argument("--limit", type=int, help="compile at most this many new classes")
-    parser.add_argument("--out", type=Path, default=RECORD)
-    args = parser.parse_args(argv)
-    from tqdm import tqdm
-
+def identity() -> dict:
     from tirx.compile import toolchain_versions
 
-    problem = SPACE.parse_problem(PROBLEM)
-    classes = SPACE.compile_classes(problem)
-    identity = {"space": SPACE.name, "arch": SPACE.arch, "problem": problem.key,
-                "template": template_hash(SPACE), "versions": toolchain_versions()}
-    rows = sweep.run(classes, build_class, SPACE.arch, args.out, identity, args.jobs,
-                     args.limit, progress=lambda it, total: tqdm(it, total=total, unit="class"))
-    bad = sweep.bad_rows(rows)
-    print(f"{args.out}: {len(rows)}/{len(classes)} classes recorded, {len(bad)} failed or spilled")
-    return 1 if bad else 0
+    return {"space": SPACE.name, "arch": SPACE.arch, "problem": SPACE.parse_problem(PROBLEM).key,
+            "template": template_hash(SPACE), "versions": toolchain_versions()}
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    classes = SPACE.compile_classes(SPACE.parse_problem(PROBLEM))
+    raise SystemExit(sweep.main(__doc__, classes, build_class, SPACE.arch, RECORD, identity))

@@ -127,3 +127,25 @@ def run(configs: list[dict], builder, arch: str, path: Path, identity: dict,
         rows.sort(key=lambda r: order[_key(r["config"])])
         write(path, head, rows)
     return rows
+
+
+def main(description: str, configs: list[dict], builder, arch: str, record: Path,
+         identity, argv=None) -> int:
+    """The command line of a sweep script: --jobs, --limit, --out; exit 1 when a recorded
+    variant failed or spilled. `identity()` is called only when the sweep runs."""
+    import argparse
+
+    from tqdm import tqdm
+
+    parser = argparse.ArgumentParser(description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="compile processes")
+    parser.add_argument("--limit", type=int, help="compile at most this many new variants")
+    parser.add_argument("--out", type=Path, default=record)
+    args = parser.parse_args(argv)
+    rows = run(configs, builder, arch, args.out, identity(), args.jobs, args.limit,
+               progress=lambda it, total: tqdm(it, total=total, unit="variant"))
+    bad = bad_rows(rows)
+    print(f"{args.out}: {len(rows)}/{len(configs)} variants recorded, {len(bad)} failed or "
+          "spilled")
+    return 1 if bad else 0
