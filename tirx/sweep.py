@@ -36,7 +36,7 @@ def header(identity: dict, jobs: int) -> dict:
     return {"kind": "header", **identity,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": platform.node(), "cpus": os.cpu_count(), "jobs": jobs,
-            "command": shlex.join([sys.executable, *sys.argv])}
+            "command": shlex.join([os.path.basename(sys.executable), *sys.argv])}
 
 
 def read(path: Path) -> tuple[dict | None, list[dict]]:

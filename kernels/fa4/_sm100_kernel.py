@@ -146,15 +146,20 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
         tmem16 = T.decl_buffer((128, 2 * TMEM_COLUMNS), dt, scope="tmem", allocated_addr=0,
                                layout=TileLayout(S[(128, 2 * TMEM_COLUMNS) : (1@TLane, 1@TCol)]))
 
-        NB = T.meta_var((SK + BN - 1) // BN)  # KV blocks of a sequence
-        M_BLOCKS = T.meta_var((SQ + ROWS_PER_TASK - 1) // ROWS_PER_TASK)  # tasks per head
+        # The runtime sizes, copied into registers by each role after its setmaxnreg (see
+        # refresh below): TVM would otherwise hoist the size arithmetic all roles share to the
+        # kernel's entry, where ptxas spills it around every register reallocation.
+        dims = T.alloc_local((3,), "int32")
+        batches, seqlen_q, seqlen_k = T.meta_var(dims[0]), T.meta_var(dims[1]), T.meta_var(dims[2])
+        NB = T.meta_var((seqlen_k + BN - 1) // BN)  # KV blocks of a sequence
+        M_BLOCKS = T.meta_var((seqlen_q + ROWS_PER_TASK - 1) // ROWS_PER_TASK)  # tasks per head
         if cfg.scheduler == "lpt":
             # one group of every (batch, head) pair: all heads' last query blocks first
-            sched = FlashAttentionLPTScheduler("fa", num_batches=B, num_heads=HKV,
-                                               num_m_blocks=M_BLOCKS, l2_swizzle=B * HKV,
+            sched = FlashAttentionLPTScheduler("fa", num_batches=batches, num_heads=HKV,
+                                               num_m_blocks=M_BLOCKS, l2_swizzle=batches * HKV,
                                                num_ctas=NUM_CTAS)
         else:
-            sched = FlashAttentionLinearScheduler("fa", num_batches=B, num_heads=HKV,
+            sched = FlashAttentionLinearScheduler("fa", num_batches=batches, num_heads=HKV,
                                                   num_m_blocks=M_BLOCKS, num_ctas=NUM_CTAS)
         batch = T.meta_var(sched.batch_idx)
         kv_head = T.meta_var(sched.head_idx)
@@ -168,12 +173,12 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
         @T.inline
         def task_blocks():
             if CAUSAL:
-                last_row = T.min(m_start + ROWS_PER_TASK, SQ) - 1
-                n_blk[0] = T.min(NB, T.max((last_row + SK - SQ + 1 + BN - 1) // BN, 1))
-                unmasked = T.max(T.min(m_start + SK - SQ + 1, SK), 0) // BN
+                last_row = T.min(m_start + ROWS_PER_TASK, seqlen_q) - 1
+                n_blk[0] = T.min(NB, T.max((last_row + seqlen_k - seqlen_q + BN) // BN, 1))
+                unmasked = T.max(T.min(m_start + seqlen_k - seqlen_q + 1, seqlen_k), 0) // BN
             else:
                 n_blk[0] = NB
-                unmasked = SK // BN
+                unmasked = seqlen_k // BN
             n_masked[0] = T.max(n_blk[0] - unmasked, 0)
 
         if fixed_threshold is None:
@@ -191,6 +196,13 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
             T.ptx.shfl_sync.idx.b32(warp_now[0], T.cuda.mov_sreg(32, "tid.x") >> 5, T.uint32(0),
                                     T.uint32(0x1F), T.uint32(0xFFFFFFFF))
 
+        @T.inline
+        def refresh():  # after a setmaxnreg: the warp index and the sizes, taken again
+            refresh_warp()
+            dims[0] = B
+            dims[1] = SQ
+            dims[2] = SK
+
         warp_in_wg = T.meta_var(warp_now[0] & 3)
         row = T.meta_var((warp_now[0] & 3) * 32 + lane_id)  # this thread's row of a 128-row tile
 
@@ -199,7 +211,7 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
         refresh_warp()
         if warp_now[0] >> 2 == WG_ISSUE:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(ISSUE_REGS)
-            refresh_warp()
+            refresh()
             sched.init(bx)
             if warp_in_wg == 1:
                 # ---- TMA loads: Q tiles of the task, then K and V in the MMA's order ----
@@ -344,7 +356,7 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
             # ---- correction: rescale O in TMEM where a row's reference moved ----
             if CORR_REGS < START_REGS:
                 T.ptx.setmaxnreg.dec.sync.aligned.u32(CORR_REGS)
-            refresh_warp()
+            refresh()
             sched.init(bx)
             stats_ps = PipelineState(1, phase=0)
             pv_done = T.alloc_local((1,), "int32")  # P V MMAs of earlier tasks, per stage
@@ -383,7 +395,7 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
             # ---- softmax of query stage q = wg_id, then its epilogue ----
             if SOFTMAX_REGS > START_REGS:
                 T.ptx.setmaxnreg.inc.sync.aligned.u32(SOFTMAX_REGS)
-            refresh_warp()
+            refresh()
             sched.init(bx)
             q = T.meta_var(warp_now[0] >> 2)
             s_ps = PipelineState(SS, phase=0)
@@ -418,9 +430,9 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
                 if masked:
                     key0 = T.meta_var((n - 1 - t) * BN)
                     if CAUSAL:
-                        limit = T.meta_var(T.min(SK, seq + SK - SQ + 1) - key0)
+                        limit = T.meta_var(T.min(seqlen_k, seq + seqlen_k - seqlen_q + 1) - key0)
                     else:
-                        limit = T.meta_var(SK - key0)
+                        limit = T.meta_var(seqlen_k - key0)
                     for i in T.unroll(BN):
                         score[i] = T.Select(i < limit, score[i], T.float32(NEG_INF))
                 blk_max = T.alloc_local((1,), f32)
@@ -509,7 +521,7 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
                 epi_full.arrive(q)
                 epi_ps.advance()
                 p_full.arrive(q)  # O was read: the next task's first P V may overwrite it
-                if seq < SQ:
+                if seq < seqlen_q:
                     T.ptx.lg2.approx.ftz.f32(log_sum[0], row_sum[0])
                     LSE[batch, kv_head * G + row % G, seq] = T.if_then_else(
                         row_sum[0] > T.float32(0),
