@@ -1,8 +1,9 @@
 """The sm_100a FA4 kernel computed in NumSim, no stub: the default and a sample of configs (every
 value of every knob and every rescale threshold at least once) at batch 1, sequence lengths 256
 and 384 (384 is no multiple of a block), causal and not, MHA and GQA 4:1, against the float64
-reference, O and LSE both, outputs poisoned; plus a planted bug NumSim must catch. Where NumSim
-cannot run (Python 3.11, no tirx-harness, no Rust) these skip with the reason.
+reference, O and LSE both, outputs poisoned; synccheck and racecheck on the default; planted
+bugs NumSim must catch. Where NumSim cannot run (Python 3.11, no tirx-harness, no Rust) these
+skip with the reason.
 
 Cost: each config x problem is its own kernel source, so its own cargo build (~15 s at -O0 once
 the simulator's engine is built) and a 5-35 s simulation; one persistent CTA runs every task.
@@ -113,9 +114,10 @@ def test_a_skipped_p_wait_is_a_race(monkeypatch, tmp_path):
 
 
 @needs_numsim
-@pytest.mark.slow
 @pytest.mark.parametrize("tool", numsim.CHECK_TOOLS)
 def test_default_passes_synccheck_and_racecheck(tool):
+    """synccheck found the first protocol's overtakable wait (correction's wait for a task's last
+    P V could see the next task's first P V finish first); this keeps it found."""
     problem = attention(True, True)
     prim_func, inputs, _ = sim.simulation_case(default_config(problem), problem, 1, 256, 256)
     report = numsim.check(tool, prim_func, inputs)

@@ -15,11 +15,14 @@ tracked per role, in the order both sides walk the same tasks and blocks):
     stats_full / _empty   softmax <-> correction: a block's per-row O scale in shared memory
     epi_full / epi_empty  softmax -> store warp: the normalized O tile staged in shared memory
 
-For a block t > 0 of a task the correction warpgroup supplies p_full's second half; for t = 0
-the softmax warpgroup does, once its previous task's epilogue has read O (nothing to rescale).
+The correction warpgroup supplies p_full's second half for every block: for t > 0 once O is
+rescaled (or needs no rescale), for t = 0 of a task once it saw the previous task's last P V
+done (nothing to rescale; the softmax half of that phase comes after its epilogue read O).
 Correction returns the mailbox (stats_empty) only after its p_full arrival, so a softmax
 warpgroup can never arrive for block t + 1 while block t's phase still waits for correction.
-mbarrier waits name a phase by its parity, so no waiter may skip a phase: hence o_final.
+mbarrier waits name a phase by its parity, so a waiter may neither skip a phase (hence o_final
+for the softmax warpgroups) nor be overtaken: no P V can finish before correction waited for
+the one before it (NumSim's synccheck checks both).
 """
 
 from __future__ import annotations
@@ -364,6 +367,8 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
             acc_scale = T.alloc_local((1,), f32)
             o_reg = T.alloc_local((CORRECTION_COLS,), f32)
             o_wg = o_reg.view(128, CORRECTION_COLS, layout=corr_layout)
+            for q in T.unroll(QS):
+                p_full.arrive(q)  # O holds nothing yet: the first P V may overwrite it
             while sched.valid():
                 task_blocks()
                 n = T.meta_var(n_blk[0])
@@ -389,6 +394,7 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
                     stats_ps.advance()
                 for q in T.unroll(QS):
                     o_full.wait(q, (pv_done[0] + n - 1) % 2)  # the task's last P V
+                    p_full.arrive(q)  # the next task's first P V may start a new O
                 pv_done[0] = pv_done[0] + n
                 sched.next_tile()
         else:
@@ -487,7 +493,6 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
                     row_sum[0] = row_sum[0] * acc_scale[0] + blk_sum[0]
                 s_ps.advance()
 
-            p_full.arrive(q)  # O holds nothing yet: the first P V may overwrite it
             while sched.valid():
                 task_blocks()
                 n = T.meta_var(n_blk[0])
@@ -520,7 +525,6 @@ def make_kernel(cfg, problem, sm_count: int, fixed_threshold=None):
                 T.ptx.tcgen05.fence__before_thread_sync()
                 epi_full.arrive(q)
                 epi_ps.advance()
-                p_full.arrive(q)  # O was read: the next task's first P V may overwrite it
                 if seq < seqlen_q:
                     T.ptx.lg2.approx.ftz.f32(log_sum[0], row_sum[0])
                     LSE[batch, kv_head * G + row % G, seq] = T.if_then_else(
