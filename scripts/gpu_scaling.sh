@@ -4,7 +4,10 @@
 # state. On one warm machine, after the call that staged .bundle/tvm-a (README):
 #   bash scripts/gpu_scaling.sh warm measure  # fill the compile cache (runs thrown away), then
 #                                             # the four runs again on fresh storages: the table
-# WARM_RUNS (default: all four) picks the warming runs, e.g. WARM_RUNS="--gpus 0,1".
+# WARM_RUNS (default: all four) picks the warming runs, e.g. WARM_RUNS="--gpus 0,1"; TUNE_ARGS
+# adds options to every run. TPE's proposals follow the timings, so a TPE run after the warm one
+# asks for configs the cache lacks; TUNE_ARGS="--sampler random" (seeded: the same sequence in
+# every run) makes the cache truly warm.
 # `autotune results` gives each study's device_trials and trials_per_min (completions between
 # the first and the last trial that ran on a GPU). Writes $OUT/scaling.txt and the databases.
 source scripts/gpu_env.sh
@@ -19,11 +22,12 @@ for phase in "$@"; do
     rm -f $DB/scale_$tag.db
     start=$SECONDS
     timeout ${RUN_TIMEOUT:-120} autotune tune gemm_sm90 --shapes 4096x4096x4096 \
-      --trials ${TRIALS:-80} $run --seed 0 --final-top 0 --storage sqlite:///$DB/scale_$tag.db \
+      --trials ${TRIALS:-80} $run $TUNE_ARGS --seed 0 --final-top 0 --storage sqlite:///$DB/scale_$tag.db \
       --no-progress 2>&1 | tail -n 2
     echo "== $phase $run: $((SECONDS - start)) s wall" | tee -a $OUT/scaling.txt
     [ "$phase" = measure ] && { echo "== $run"; autotune results --storage sqlite:///$DB/scale_$tag.db; } \
       | tee -a $OUT/scaling.txt
   done
 done
+rm -f $OUT/*.db.lock  # a call returns at most 8 files: the table, the log and the databases
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader >> $OUT/scaling.txt
