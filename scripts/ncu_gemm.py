@@ -104,9 +104,13 @@ def flushes(out: Path, shape: str, reps: int = 200) -> None:
 
 
 def tirx_kernel(d: Path):
+    """The kernel in `d`, launched with its config's runtime knobs (raster, group)."""
     import tirx
 
-    return tirx.Kernel(tirx.Artifact.load(d))
+    from autotune.dispatch.dispatcher import with_scalars
+
+    config = json.loads((d / "config.json").read_text())
+    return with_scalars(tirx.Kernel(tirx.Artifact.load(d)), SPACE.launch_scalars(config))
 
 
 def main() -> None:
