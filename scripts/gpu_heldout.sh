@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # Issue 18 on one GPU machine in one call, with no TVM there: every kernel comes prebuilt in an
 # artifact index (README, "Running on a GPU machine"). Carry .bundle/device-site.tar.xz,
-# .bundle/artifacts.tar.xz (the index) and .bundle/runtime_knobs.tar.xz; then
+# .bundle/artifacts.tar.xz (the index); then
 #   bash scripts/gpu_heldout.sh
-# 1. the runtime-knob check (raster, group passed at launch vs compiled in);
-# 2. the suite study (SUITE and its M=1/64 decode shapes, 16 trials each) and its store;
-# 3. dispatch from that store on the held-out shapes: our kernel alone, default, cuBLAS,
+# 1. the suite study (SUITE and its M=1/64 decode shapes, 16 trials each) and its store;
+# 2. dispatch from that store on the held-out shapes: our kernel alone, default, cuBLAS,
 #    dispatch (autotune compare);
-# 4. a study of the held-out shapes and its store; autotune compare on them (our kernel vs
+# 3. a study of the held-out shapes and its store; autotune compare on them (our kernel vs
 #    cuBLAS, and the study's reported time vs compare's);
-# 5. autotune compare on the suite with its store.
+# 4. autotune compare on the suite with its store.
 # Studies run with --sampler random, whose proposals do not depend on the times: a --compile-only
 # run of the same command filled the index. Results: $OUT/results.tgz.
 source scripts/gpu_env.sh
 IDX=$SCRATCH/artifacts && mkdir -p $IDX && tar -xJf .bundle/artifacts.tar.xz -C $IDX
-RK=$SCRATCH/runtime_knobs && mkdir -p $RK && tar -xJf .bundle/runtime_knobs.tar.xz -C $RK
 export AUTOTUNE_ARTIFACTS=$IDX
 R=$SCRATCH/results && rm -rf $R && mkdir -p $R
 HELD=$(sed -n '/As a command-line list/,$p' studies/heldout_gemm_2026-11-23.md | grep -E '^ +[0-9]' | tr '\n' ' ')
@@ -31,7 +29,6 @@ pd.concat([trials_table(optuna.load_study(study_name=n, storage=s)).assign(study
            for n in optuna.get_all_study_names(s)]).to_csv(sys.argv[2], index=False)" "$@"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > $R/device.txt
-timeout 60 python3 -m autotune.bench.runtime_knobs run $RK --out $R --rounds 5 2>&1 | tail -n 30
 timeout ${SUITE_S:-210} autotune tune gemm_sm90 --shapes $SUITE $STUDY --storage sqlite:///$R/suite.db 2>&1 | tail -n 100 > $R/suite_study.log
 python3 -m autotune.store export --space gemm_sm90 --storage sqlite:///$R/suite.db --out $R/store.json
 timeout 120 autotune compare gemm --store $R/store.json --shapes $HELD --subset "M<=256" --rounds 5 --block --out $R/heldout_dispatch 2>&1 | tail -n 24

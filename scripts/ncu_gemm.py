@@ -104,13 +104,9 @@ def flushes(out: Path, shape: str, reps: int = 200) -> None:
 
 
 def tirx_kernel(d: Path):
-    """The kernel in `d`, launched with its config's runtime knobs (raster, group)."""
     import tirx
 
-    from autotune.dispatch.dispatcher import with_scalars
-
-    config = json.loads((d / "config.json").read_text())
-    return with_scalars(tirx.Kernel(tirx.Artifact.load(d)), SPACE.launch_scalars(config))
+    return tirx.Kernel(tirx.Artifact.load(d))
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """A check of the timing protocol against the truth it stands for: a GEMM's time inside a CUDA
 graph that looks like a decoder block (`autotune compare --block`). The protocol was chosen by
-this measure on H100s (studies/2026-11-23-h100-gemm-sm90-protocol/); running it beside the
+this measure on H100s (studies/2026-11-23-h100-gemm-protocol/); running it beside the
 protocol's times shows where the two part (e.g. cuBLAS reads 2-11% faster back to back, and
 only here does a kernel's L2 policy speed up its neighbours).
 

@@ -14,7 +14,7 @@ A config tuned elsewhere generalises to a problem P when, on the tuned shapes of
 slower than their default on none. Why: the nearest tuned shape's config, taken blindly, made an
 untuned shape 0.59x its own default on an H100 (issue 18), while the defaults generalise
 (1.00-1.03x cuBLAS in the block on shapes their rules were not written from,
-studies/2026-11-23-h100-gemm-sm90-fewtile/). With no such evidence, the default serves.
+studies/2026-11-23-h100-gemm-fewtile/). With no such evidence, the default serves.
 
 The vendor op serves instead (VENDOR_FASTER) when the records say it is faster beyond noise:
 for a tuned problem, its vendor_ms is under (1 - NOISE) x the entry's time; for an untuned one,
@@ -22,8 +22,8 @@ on the tuned shapes of its class that timed both, the vendor beat the chosen con
 than NOISE on at least MIN_WINS and lost to it on none.
 
 NOISE: under the protocol (runner/protocol.py) a config's time moved by a median 0.2% from one
-run to the next on an H100, 98% of them by less than 3% (studies/2026-11-23-h100-gemm-sm90-
-protocol/, the `rules` runs).
+run to the next on an H100, 98% of them by less than 3%
+(studies/2026-11-23-h100-gemm-protocol/, the `rules` runs).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ captured in one CUDA graph, over input sets whose tensors together exceed L2 (so
 from device memory, as in a model whose layers each have their own), the time of a replay over
 the launches it holds. Its name, recorded with every study and store, is PROTOCOL.
 
-Chosen by measurement on H100s (studies/2026-11-23-h100-gemm-sm90-protocol/README.md) against
+Chosen by measurement on H100s (studies/2026-11-23-h100-gemm-protocol/README.md) against
 the truth, a GEMM's time inside a CUDA graph of decoder-like layers (the previous op writes the
 activation, a distinct weight per layer, the next op reads the output), over 44 shapes and ~900
 timed configs plus cuBLAS in seven runs on four machines: the config it ranks first was on

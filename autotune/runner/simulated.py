@@ -107,7 +107,8 @@ class ReplayDevices(DevicePool):
         self.table, self._slots, self.delay_s = table, slots, delay_s
         self._provenance = Provenance("replayed", {"table": table_name, "sha256": table.digest()})
         self._running: dict[Key, tuple[float, Result]] = {}
-        self.measured: list[Config | str] = []  # every config served ("vendor"), in order
+        self.measured: list[Config] = []  # every config served, in order
+        self.vendor_served = 0  # how often the vendor op was
 
     provenance = property(lambda self: self._provenance)
     slots = property(lambda self: self._slots)
@@ -115,7 +116,10 @@ class ReplayDevices(DevicePool):
 
     def start(self, key: Key, job: Job) -> None:
         candidate = job.candidate
-        self.measured.append(_VENDOR if candidate.vendor else dict(candidate.config))
+        if candidate.vendor:
+            self.vendor_served += 1
+        else:
+            self.measured.append(dict(candidate.config))
         time_ms, cause = self.table.lookup(candidate.config, candidate.problem, candidate.vendor)
         if cause is not None:
             try:

@@ -103,12 +103,6 @@ class SearchSpace(abc.ABC):
         Its parameters are make_inputs' tensors, then one scalar per runtime knob; it must not
         depend on the runtime knobs' values (callers may pass the compile_config)."""
 
-    def build_fixed(self, config: Config, problem: Problem):
-        """Optional: the PrimFunc with the runtime knobs' values of `config` compiled in (the
-        launch parameters still there, unused), to measure what passing them at launch costs
-        (`python -m autotune.bench.runtime_knobs`)."""
-        raise NotImplementedError(f"{type(self).__name__} compiles no fixed variant")
-
     # -- runtime knobs --------------------------------------------------------------------
     def compile_config(self, config: Config) -> Config:
         """The config minus its runtime knobs: all that the compiled kernel depends on."""

@@ -109,9 +109,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     arch = "sm_90a"
     op = GEMM
     default_shapes = SUITE
-    # The tile order is computed at launch from these two (kernels/gemm/sm90.py _tile_coords):
-    # the configs that differ only there, 10 of each compile class, share one binary.
-    runtime_knobs = ("raster", "group")
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -182,7 +179,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     def default_config(self, problem: Problem) -> Config:
         """Hand-tuned per shape class; the reasoning (H100 times are in-block: a CUDA graph of
-        decoder-like layers, studies/2026-11-23-h100-gemm-sm90-protocol/):
+        decoder-like layers, studies/2026-11-23-h100-gemm-protocol/):
 
         - decode, M <= 64: bandwidth-bound on B (the weights). Swap A and B so N fills the
           64-row wgmma side and M becomes the narrow wgmma N (the smallest offered BLK_N >= M):
@@ -375,17 +372,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
         return build_gemm(problem["M"], problem["N"], problem["K"], problem.dtype,
                           kernel_config(config))
-
-    def build_fixed(self, config: Config, problem: Problem):
-        from kernels.gemm.sm90 import build_gemm
-
-        return build_gemm(problem["M"], problem["N"], problem["K"], problem.dtype,
-                          kernel_config(config), fixed_raster=True)
-
-    def launch_scalars(self, config: Config) -> list:
-        from kernels.gemm._sm90_config import RASTER_CODES
-
-        return [RASTER_CODES[config["raster"]], config["group"]]
 
     def template_files(self) -> list[str]:
         import kernels.gemm

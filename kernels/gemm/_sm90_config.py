@@ -9,7 +9,6 @@ import math
 DTYPES = ("bfloat16", "float16")
 H100_SMS = 132  # H100 SXM and H200 alike
 ELEM_BYTES = 2
-RASTER_CODES = {"m": 0, "n": 1}  # the kernel's `raster` launch parameter
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,10 +6,9 @@ consumers that issue `wgmma` on their `wg_m` rows of the CTA tile, cooperatively
 tile. `setmaxnreg` moves registers from the producer to the consumers.
 
 Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
-of the operand the pair shares, persistent scheduling with grouped raster order (the order
-and the group are launch parameters: one binary serves them all), a register or
-shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T, for skinny M), and
-split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
+of the operand the pair shares, persistent scheduling with grouped raster order, a
+register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T, for
+skinny M), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
 tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
 barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
 through distributed shared memory (no workspace, no second kernel). `l2_evict="first"` marks
@@ -32,7 +31,6 @@ from ._sm90_config import (  # noqa: F401  (re-exported: the template's public s
     DTYPES,
     ELEM_BYTES,
     H100_SMS,
-    RASTER_CODES,
     GemmConfig,
     Geometry,
     accumulator_regs,
@@ -59,20 +57,18 @@ REDUCE_BARRIER = 3  # named barrier of the consumers (1 and 2 are the warpgroups
 CONSUMER_REGS = {1: 240, 2: 232}
 
 
-def _tile_coords(t, g: Geometry, raster, group):
-    """Cluster tile index t -> (cluster tile row, cluster tile col), grouped raster: walk down M
-    inside groups of `group` tile rows (raster 0), or transposed (raster 1). Both are launch
-    parameters (or constants, compiled in): one binary serves every raster order and group."""
-    by_n = raster == RASTER_CODES["n"]
-    outer = T.Select(by_n, g.cluster_tiles_n, g.cluster_tiles_m)
-    inner = T.Select(by_n, g.cluster_tiles_m, g.cluster_tiles_n)
-    grp = T.min(T.max(group, 1), outer)  # a group of 0 would divide by zero
+def _tile_coords(t, g: Geometry, cfg: GemmConfig):
+    """Cluster tile index t -> (cluster tile row, cluster tile col), grouped raster."""
+    outer, inner = (g.cluster_tiles_m, g.cluster_tiles_n)
+    if cfg.raster == "n":
+        outer, inner = inner, outer
+    grp = min(cfg.group, outer)
     span = grp * inner
     first = (t // span) * grp
     size = T.min(grp, outer - first)
     rem = t % span
     o, i = first + rem % size, rem // size
-    return T.Select(by_n, i, o), T.Select(by_n, o, i)
+    return (o, i) if cfg.raster == "m" else (i, o)
 
 
 def cluster_sync():
@@ -87,13 +83,9 @@ _EPI_SWIZZLE = {64: SwizzleMode.SWIZZLE_128B_ATOM, 32: SwizzleMode.SWIZZLE_64B_A
                 16: SwizzleMode.SWIZZLE_32B_ATOM}  # by epilogue chunk width: one swizzle row
 
 
-def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int = H100_SMS,
-               fixed_raster: bool = False):
-    """The TIRx PrimFunc for one (shape, config): gemm(A, B, D, raster, group), raster and
-    group (cfg.raster, cfg.group: RASTER_CODES and the tile rows per group) passed at launch.
-    `fixed_raster` compiles cfg's raster and group in instead (the two parameters then go
-    unused), to measure what passing them costs. Legality is the plugin's job; this asserts
-    only what would otherwise miscompile."""
+def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int = H100_SMS):
+    """The TIRx PrimFunc for one (shape, config). Legality is the plugin's job; this
+    asserts only what would otherwise miscompile."""
     check_shape(M, N, K, dtype)
     g = geometry(M, N, K, cfg, num_sms)
     C, WG_M, BLK_M, BLK_N, BLK_K = cfg.consumers, cfg.wg_m, cfg.blk_m, cfg.blk_n, cfg.blk_k
@@ -121,11 +113,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     d_shape = (C * EPI_BUFS, WG_M, EPI_W)
     D_layout = mma_shared_layout(dtype, _EPI_SWIZZLE[EPI_W], d_shape)
 
-    def cta_tile(tile, rank, raster, group):
+    def cta_tile(tile, rank):
         """(first row, first col) of this CTA's tile for cluster tile `tile`."""
-        if fixed_raster:
-            raster, group = RASTER_CODES[cfg.raster], cfg.group
-        ctm, ctn = _tile_coords(tile, g, raster, group)
+        ctm, ctn = _tile_coords(tile, g, cfg)
         tm = ctm * cfg.cluster_m + (rank if cfg.cluster_m > 1 else 0)
         tn = ctn * cfg.cluster_n + (rank if cfg.cluster_n > 1 else 0)
         return tm * BLK_M, tn * BLK_N
@@ -252,8 +242,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     T.evaluate(T.ptx.cp.async_.bulk.commit_group())
 
     @T.prim_func
-    def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype), D: T.Buffer((M, N), dtype),
-             raster: T.int32, group: T.int32):
+    def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype), D: T.Buffer((M, N), dtype)):
         T.device_entry()
         bx = T.cta_id([g.grid])
         if CS > 1:
@@ -297,8 +286,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     ps = PipelineState(STAGES, 1)
                     tile: T.int32 = cluster_id
                     while tile < TOTAL:
-                        r0 = T.meta_var(cta_tile(tile, rank, raster, group)[0])
-                        c0 = T.meta_var(cta_tile(tile, rank, raster, group)[1])
+                        r0 = T.meta_var(cta_tile(tile, rank)[0])
+                        c0 = T.meta_var(cta_tile(tile, rank)[1])
                         for kt in T.serial(k_count):
                             k0 = T.meta_var((k_first + kt) * BLK_K if SK > 1 else kt * BLK_K)
                             empty.wait(ps.stage, ps.phase)
@@ -330,8 +319,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             prev: T.int32 = 0
             tile: T.int32 = cluster_id
             while tile < TOTAL:
-                r0 = T.meta_var(cta_tile(tile, rank, raster, group)[0])
-                c0 = T.meta_var(cta_tile(tile, rank, raster, group)[1])
+                r0 = T.meta_var(cta_tile(tile, rank)[0])
+                c0 = T.meta_var(cta_tile(tile, rank)[1])
                 for kt in T.serial(k_count):
                     full.wait(cs.stage, cs.phase)
                     fence_acc(acc)
