@@ -103,3 +103,18 @@ def test_wrong_scalar_is_refused_before_launch():
     for bad in (2**31, 1.5, True):
         with pytest.raises(tirx.LaunchError, match="scale must be an integer of type int32"):
             kernel(out, bad, 0)
+
+
+def test_one_binary_serves_every_runtime_size():
+    kernel = tirx.Kernel(load("tma_rows_runtime_sm90"))
+    for B, S in [(1, 1), (2, 127), (3, 1000), (1, 64)]:
+        q = torch.randn(B, S, 4, 64, dtype=torch.float16, device="cuda")
+        d = poisoned(B, S, 4, 64, dtype=torch.float16)
+        lse = poisoned(B, 4, S, dtype=torch.float32)
+        kernel(q, d, lse)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(d, q * 2, rtol=0, atol=0)
+        want = torch.arange(S, dtype=torch.float32, device="cuda").expand(B, 4, S)
+        torch.testing.assert_close(lse, want, rtol=0, atol=0)
+    with pytest.raises(tirx.LaunchError, match="O must be"):
+        kernel(q, poisoned(B, S + 1, 4, 64, dtype=torch.float16), lse)

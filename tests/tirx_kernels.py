@@ -51,6 +51,50 @@ def tma_scale(M: int, N: int, BM: int = 64, BN: int = 64, smem_pad: int = 0):
     return kernel
 
 
+def tma_rows_runtime(H: int = 4, D: int = 64, BM: int = 64):
+    """D = 2 * Q and L[b, h, s] = s for Q, D of shape (B, S, H, D) and L of shape (B, H, S),
+    B and S set by the tensors at launch: one binary for every size. Q is read through a rank-4
+    TMA descriptor whose dims depend on S and B (rows past S are zero-filled)."""
+    layout = mma_shared_layout(tvm.DataType("float16"), SwizzleMode.SWIZZLE_128B_ATOM, (BM, D))
+
+    @T.prim_func
+    def kernel(q: T.handle, d: T.handle, lse: T.handle):
+        B = T.int32()
+        S = T.int32()
+        Q = T.match_buffer(q, (B, S, H, D), "float16")
+        O = T.match_buffer(d, (B, S, H, D), "float16")
+        L = T.match_buffer(lse, (B, H, S), "float32")
+        T.device_entry()
+        bx, by = T.cta_id([T.ceildiv(S, BM), B * H])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        bar = pool.alloc((1,), "uint64", align=8)
+        pool.move_base_to(1024)
+        tile = pool.alloc((BM, D), "float16", layout=layout)
+        pool.commit()
+        b = T.meta_var(by // H)
+        h = T.meta_var(by % H)
+        if tid == 0:
+            T.ptx.mbarrier.init.shared.b64(bar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.cta_sync()
+        if tid == 0:
+            Tx.copy_async(tile[:, :], Q[b, bx * BM:(bx + 1) * BM, h, :], dispatch="tma_explicit",
+                          mbar=bar.ptr_to([0]))
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(bar.ptr_to([0]), T.uint32(BM * D * 2))
+        T.cuda.mbarrier_wait(bar.ptr_to([0]), 0)
+        for i in range(BM * D // 128):
+            r = T.meta_var((i * 128 + tid) // D)
+            c = T.meta_var((i * 128 + tid) % D)
+            if bx * BM + r < S:
+                O[b, bx * BM + r, h, c] = tile[r, c] * T.float16(2)
+        if tid < BM:
+            if bx * BM + tid < S:
+                L[b, h, bx * BM + tid] = T.cast(bx * BM + tid, "float32")
+
+    return kernel
+
+
 def cluster_rank(n_ctas: int = 8, cluster: int = 2):
     """out[cta] = its rank in the cluster, after a cluster-wide barrier."""
 
@@ -98,6 +142,7 @@ KERNELS = {
     "tma_scale_sm90": (lambda: tma_scale(256, 512), "sm_90a"),
     "cluster_rank_sm90": (lambda: cluster_rank(8, 2), "sm_90a"),
     "affine_index_sm90": (lambda: affine_index(256), "sm_90a"),
+    "tma_rows_runtime_sm90": (tma_rows_runtime, "sm_90a"),
 }
 
 

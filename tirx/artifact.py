@@ -15,20 +15,23 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .symbolic import freeze
+
 FORMAT_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class TensorMapSpec:
     """Arguments of cuTensorMapEncodeTiled for one TMA descriptor, minus the base pointer,
-    which is the caller's argument `arg` plus `offset` bytes. Sizes are innermost first."""
+    which is the caller's argument `arg` plus `offset` bytes. Sizes are innermost first; dims
+    and strides that depend on runtime sizes are tirx.symbolic expressions."""
 
     arg: int
     offset: int
     dtype: str  # TVM dtype of the descriptor elements, e.g. "float16"
     cu_dtype: int  # CUtensorMapDataType value
-    global_dims: tuple[int, ...]
-    global_strides: tuple[int, ...]  # bytes, rank - 1 entries
+    global_dims: tuple  # int or expression each
+    global_strides: tuple  # bytes, rank - 1 entries
     box_dims: tuple[int, ...]
     element_strides: tuple[int, ...]
     interleave: int
@@ -45,7 +48,8 @@ class TensorMapSpec:
 class ParamSpec:
     """One kernel parameter, in order. kind: "pointer" (caller arg `arg` + `offset` bytes),
     "tensormap" (tensor_maps[`index`], by value), "scalar" (a `dtype` value: the caller's
-    scalar argument `arg`, or the constant `value` when arg is -1)."""
+    scalar argument `arg`; else `expr`, a tirx.symbolic expression of the caller's arguments,
+    when set; else the constant `value`)."""
 
     kind: str
     arg: int = -1
@@ -53,15 +57,17 @@ class ParamSpec:
     index: int = -1
     dtype: str = ""
     value: int | float = 0
+    expr: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class ArgSpec:
     """What the caller passes, in the PrimFunc's order: a device buffer, or (kind "scalar",
-    shape ()) a number passed by value at launch."""
+    shape ()) a number passed by value at launch. A buffer dimension is an int, or the name of
+    the size variable the caller's tensor sets at launch (equal names, equal sizes)."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...]
     dtype: str
     kind: str = "buffer"
 
@@ -72,7 +78,7 @@ class LaunchSpec:
     args: tuple[ArgSpec, ...]
     params: tuple[ParamSpec, ...]
     tensor_maps: tuple[TensorMapSpec, ...]
-    grid: tuple[int, int, int]  # in CTAs
+    grid: tuple  # in CTAs; an entry may be an expression of runtime sizes
     block: tuple[int, int, int]
     cluster: tuple[int, int, int] | None
     dynamic_smem: int
@@ -119,13 +125,15 @@ class Artifact:
     ptxas_log: str = dataclasses.field(default="", repr=False)
     path: Path | None = None
 
-    def save(self, directory: str | os.PathLike) -> "Artifact":
-        """Write atomically: a concurrent writer of the same key never leaves a torn artifact."""
+    def save(self, directory: str | os.PathLike, *, source: bool = True) -> "Artifact":
+        """Write atomically: a concurrent writer of the same key never leaves a torn artifact.
+        source=False leaves kernel.cu empty (copies that travel to a GPU machine: the CUDA
+        source is for reading and can be larger than the cubin)."""
         directory = Path(directory)
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=directory.parent))
         (tmp / "kernel.cubin").write_bytes(self.cubin)
-        (tmp / "kernel.cu").write_text(self.source)
+        (tmp / "kernel.cu").write_text(self.source if source else "")
         (tmp / "ptxas.log").write_text(self.ptxas_log)
         meta = {
             "format": FORMAT_VERSION,
@@ -152,12 +160,11 @@ class Artifact:
         spec = LaunchSpec(
             symbol=launch["symbol"],
             args=tuple(ArgSpec(**{**a, "shape": tuple(a["shape"])}) for a in launch["args"]),
-            params=tuple(ParamSpec(**p) for p in launch["params"]),
-            tensor_maps=tuple(
-                TensorMapSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in m.items()})
-                for m in launch["tensor_maps"]
-            ),
-            grid=tuple(launch["grid"]),
+            params=tuple(ParamSpec(**{k: freeze(v) for k, v in p.items()})
+                         for p in launch["params"]),
+            tensor_maps=tuple(TensorMapSpec(**{k: freeze(v) for k, v in m.items()})
+                              for m in launch["tensor_maps"]),
+            grid=freeze(launch["grid"]),
             block=tuple(launch["block"]),
             cluster=tuple(launch["cluster"]) if launch["cluster"] else None,
             dynamic_smem=launch["dynamic_smem"],

@@ -23,7 +23,7 @@ from .resources import resource_violations
 from . import toolchain
 
 # Bump when this layer changes what it produces for the same kernel source.
-LAYER_REVISION = "1"
+LAYER_REVISION = "2"  # 2: kernels with setmaxnreg are assembled by the ptxas CLI
 
 
 def default_cache_dir() -> Path:
@@ -75,11 +75,18 @@ def build(prim_func, arch: str = "sm_90a", *, cache_dir: str | os.PathLike | Non
         raise ResourceLimitError(pre, arch)
     source = _cuda_source(device_mod, device_target)
     ptx = _nvrtc_ptx(source, arch)
-    cubin, log = _assemble(ptx, arch)
-    if f"Function properties for {launch.symbol}" not in log:
-        # Seen on the GPU machines' nvJitLink: a kernel linked before comes back without the
-        # ptxas report. Assemble with the toolkit's ptxas instead, binary and report together.
+    if b"setmaxnreg" in ptx:
+        # Warpgroups that trade registers with setmaxnreg: nvJitLink ignores it (ptxas C7504:
+        # it assembles PTX as one of several compilation units); the ptxas CLI honors it when
+        # the entry's register count is known (the kernel's launch bounds name a minimum of
+        # blocks per SM; else ptxas C7508 ignores it too).
         cubin, log = _assemble_with_ptxas(ptx, arch)
+    else:
+        cubin, log = _assemble(ptx, arch)
+        if f"Function properties for {launch.symbol}" not in log:
+            # Seen on the GPU machines' nvJitLink: a kernel linked before comes back without
+            # the ptxas report. Assemble with the toolkit's ptxas instead.
+            cubin, log = _assemble_with_ptxas(ptx, arch)
     resources = parse_ptxas_log(log, launch.symbol, launch.dynamic_smem, launch.threads)
     post = resource_violations(arch, smem_bytes=resources.smem_bytes, threads=resources.threads,
                                registers_per_thread=resources.registers)

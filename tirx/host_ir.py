@@ -4,7 +4,9 @@ After the TIRx pipeline the host function does three things we must reproduce wi
 encode each TMA descriptor (`tensormap_encode_tiled`) from a caller buffer's pointer, then
 launch the device kernel (`call_ffi_kernel`) with its parameters and launch dimensions. Pointers
 reach those calls through a chain of bindings back to the packed arguments; we follow the chain
-to learn which caller argument (and byte offset) each one is.
+to learn which caller argument (and byte offset) each one is. Sizes the kernel takes at launch
+(variable buffer dimensions, scalar parameters) reach the grid, the descriptors and the kernel's
+parameters as expressions, which we record over the caller's arguments (tirx.symbolic).
 """
 
 from __future__ import annotations
@@ -22,9 +24,15 @@ CU_TENSOR_MAP_DTYPE = {
 # Scalar parameter types a caller may pass at launch (tirx/launch.py packs them by value). Floats
 # are not traced: the host function accepts an int or a float for them (a Select).
 SCALAR_DTYPES = ("int32", "int64", "uint32", "uint64")
-# Index of the packed argument's value field, and of DLTensor.data, in tvm_struct_get.
+# tvm_struct_get fields: the packed argument's value, DLTensor.data, DLTensor.shape, and an
+# element of an int64 array (a shape's entries).
 _ANY_VALUE_FIELD = 15
 _DLTENSOR_DATA_FIELD = 1
+_DLTENSOR_SHAPE_FIELD = 2
+_INT64_ARRAY_ELEM = 17
+# TIR integer arithmetic -> tirx.symbolic's operators
+_BINOPS = {"Add": "add", "Sub": "sub", "Mul": "mul", "FloorDiv": "floordiv", "FloorMod": "floormod",
+           "Div": "truncdiv", "Mod": "truncmod", "Min": "min", "Max": "max"}
 _CHILD_FIELDS = ("seq", "body", "then_case", "else_case", "value", "condition", "args", "a", "b",
                  "data", "true_value", "false_value")
 
@@ -97,17 +105,35 @@ class _Bindings:
                 break
         raise CompileError("lowering", f"cannot trace kernel pointer {expr} to a caller argument")
 
-    def caller_scalar(self, var) -> int:
-        """Caller argument index of a scalar the host function unpacked from the packed args."""
-        expr = var
-        while type(expr).__name__ == "Var" and self.lookup(expr) is not None:
-            expr = self.lookup(expr)
-        if type(expr).__name__ == "Cast":  # int32 params arrive as the packed int64, narrowed
-            expr = expr.value
-        if _op(expr) == "tirx.tvm_struct_get" and _int(expr.args[2], "field") == _ANY_VALUE_FIELD:
-            return _int(expr.args[1], "argument index")
-        raise CompileError("lowering", f"kernel scalar {var} is not a caller argument ({expr}); "
-                                       "pass scalar parameters to the kernel unchanged")
+    def value(self, expr, what: str):
+        """An integer expression of the host function as a tirx.symbolic expression over the
+        caller's arguments: constants, scalar arguments, tensor dimensions and arithmetic."""
+        kind = type(expr).__name__
+        if kind == "IntImm":
+            return int(expr.value)
+        if kind == "Cast":  # int32 sizes arrive as the packed int64, narrowed
+            return self.value(expr.value, what)
+        if kind in _BINOPS:
+            return (_BINOPS[kind], self.value(expr.a, what), self.value(expr.b, what))
+        if kind == "Var" and self.lookup(expr) is not None:
+            return self.value(self.lookup(expr), what)
+        if _op(expr) == "tirx.tvm_struct_get":
+            field = _int(expr.args[2], "field")
+            if field == _ANY_VALUE_FIELD:
+                return ("arg", _int(expr.args[1], "argument index"))
+            if field == _INT64_ARRAY_ELEM:
+                return ("dim", self._shape_owner(expr.args[0]), _int(expr.args[1], "dimension"))
+        raise CompileError("lowering", f"{what} ({expr}) is not a function of the caller's "
+                                       "arguments: pass sizes as scalar parameters or buffer dims")
+
+    def _shape_owner(self, shape) -> int:
+        """Caller argument index of the tensor whose DLTensor.shape `shape` is."""
+        while type(shape).__name__ == "Var" and self.lookup(shape) is not None:
+            shape = self.lookup(shape)
+        if _op(shape) == "tirx.tvm_struct_get" and \
+                _int(shape.args[2], "field") == _DLTENSOR_SHAPE_FIELD:
+            return self._packed_arg(shape.args[0])
+        raise CompileError("lowering", f"cannot trace shape {shape} to a caller argument")
 
     def _packed_arg(self, handle) -> int:
         while type(handle).__name__ == "Var" and self.lookup(handle) is not None:
@@ -128,24 +154,31 @@ def _arg_specs(prim_func) -> tuple[ArgSpec, ...]:
                                                f"parameters must be one of {SCALAR_DTYPES}")
             out.append(ArgSpec(p.name, (), str(ty), kind="scalar"))
             continue
-        shape = tuple(_int(s, f"{p.name} shape") for s in ty.shape)
-        out.append(ArgSpec(p.name, shape, str(ty.dtype)))
+        out.append(ArgSpec(p.name, tuple(_dim(s, p.name) for s in ty.shape), str(ty.dtype)))
     return tuple(out)
+
+
+def _dim(size, buffer: str) -> int | str:
+    """A buffer dimension: a constant, or the name of the variable the caller's tensor sets."""
+    if type(size).__name__ == "Var":
+        return size.name
+    return _int(size, f"{buffer} shape")
 
 
 def _tensor_map(call, bindings: _Bindings) -> TensorMapSpec:
     a = call.attrs
     rank = int(a.rank)
-    ints = [_int(x, "tensor map field") for x in call.args[2:]]
-    if len(ints) != 4 * rank - 1:
+    fields = [bindings.value(x, "tensor map field") for x in call.args[2:]]
+    if len(fields) != 4 * rank - 1:
         raise CompileError("lowering", f"unexpected tensormap_encode_tiled arity {len(call.args)}")
     arg, offset = bindings.caller_pointer(call.args[1])
     dtype = str(a.descriptor_dtype)
     cu = int(a.force_cu_dtype) if int(a.force_cu_dtype) >= 0 else CU_TENSOR_MAP_DTYPE.get(dtype)
     if cu is None:
         raise CompileError("lowering", f"no TMA data type for {dtype}")
-    dims, strides = ints[:rank], ints[rank:2 * rank - 1]
-    box, elem = ints[2 * rank - 1:3 * rank - 1], ints[3 * rank - 1:]
+    dims, strides = fields[:rank], fields[rank:2 * rank - 1]  # may depend on runtime sizes
+    box = [_int(b, "tensor map box") for b in call.args[2 + 2 * rank - 1:2 + 3 * rank - 1]]
+    elem = [_int(e, "tensor map element stride") for e in call.args[2 + 3 * rank - 1:]]
     return TensorMapSpec(arg=arg, offset=offset, dtype=dtype, cu_dtype=cu,
                          global_dims=tuple(dims), global_strides=tuple(strides),
                          box_dims=tuple(box), element_strides=tuple(elem),
@@ -171,7 +204,8 @@ def launch_spec(prim_func, host_func) -> LaunchSpec:
     maps = [_tensor_map(c, bindings) for c in encodes]
 
     tags = [str(t) for t in launch.attrs.launch_params]
-    values = [_int(v, "launch dimension") for v in launch.args[len(launch.args) - len(tags):]]
+    values = [bindings.value(v, "launch dimension")
+              for v in launch.args[len(launch.args) - len(tags):]]
     dims = {"grid": [1, 1, 1], "block": [1, 1, 1], "cluster": [1, 1, 1]}
     dynamic_smem, has_cluster = 0, False
     for tag, value in zip(tags, values):
@@ -184,6 +218,11 @@ def launch_spec(prim_func, host_func) -> LaunchSpec:
             if tag != _DYN_SMEM:
                 raise CompileError("lowering", f"launch attribute {tag} is not supported")
             dynamic_smem = value
+    for key in ("block", "cluster"):
+        if not all(isinstance(v, int) for v in dims[key]):
+            raise CompileError("lowering", f"the {key} shape depends on runtime sizes: {dims[key]}")
+    if not isinstance(dynamic_smem, int):
+        raise CompileError("lowering", "dynamic shared memory depends on runtime sizes")
 
     params = []
     for p in launch.args[1:len(launch.args) - len(tags)]:
@@ -193,8 +232,14 @@ def launch_spec(prim_func, host_func) -> LaunchSpec:
                 i for i, e in enumerate(encodes) if e.args[0].same_as(p))))
         elif kind in ("IntImm", "FloatImm"):
             params.append(ParamSpec("scalar", dtype=str(p.dtype), value=p.value))
-        elif kind == "Var" and str(p.ty) in SCALAR_DTYPES:
-            params.append(ParamSpec("scalar", arg=bindings.caller_scalar(p), dtype=str(p.ty)))
+        elif str(p.ty) in SCALAR_DTYPES:  # a caller scalar, or a size computed from them
+            v = bindings.value(p, f"kernel parameter {p}")
+            if isinstance(v, int):
+                params.append(ParamSpec("scalar", dtype=str(p.ty), value=v))
+            elif v[0] == "arg":
+                params.append(ParamSpec("scalar", arg=v[1], dtype=str(p.ty)))
+            else:
+                params.append(ParamSpec("scalar", dtype=str(p.ty), expr=v))
         else:
             arg, offset = bindings.caller_pointer(p)
             params.append(ParamSpec("pointer", arg=arg, offset=offset))

@@ -3,7 +3,9 @@
 Per call we do what TVM's host function would: encode each TMA descriptor from the caller's
 pointers (cached per pointer set, so steady-state calls re-encode nothing), then one
 cuLaunchKernelEx with the cluster attribute. Parameters are passed as a void** array the driver
-copies at launch, so launches are CUDA-graph capturable.
+copies at launch, so launches are CUDA-graph capturable. A kernel with runtime sizes (buffer
+dimensions named by a variable) reads them off the caller's tensors and evaluates its grid,
+descriptors and size parameters from them (tirx.symbolic); a grid with no CTA launches nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from cuda.bindings import driver as cu
 
 from .artifact import Artifact
 from .errors import LaunchError
+from .symbolic import evaluate, leaves
 
 _MAX_CACHED_MAPS = 64
 _DTYPE_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
@@ -67,11 +70,46 @@ def _stream_handle(stream, args) -> int:
     return stream if isinstance(stream, int) else stream.cuda_stream
 
 
+def check_args(spec, args) -> None:
+    """Refuse arguments that do not fit the launch description, naming the one that does not:
+    count, scalar types and ranges, tensor shape (runtime sizes equal wherever their name
+    repeats), dtype and contiguity."""
+    if len(args) != len(spec.args):
+        raise LaunchError(f"{spec.symbol} takes {len(spec.args)} arguments "
+                          f"({', '.join(a.name for a in spec.args)}), got {len(args)}")
+    sizes: dict[str, int] = {}  # runtime size variables, as the first tensor sets them
+    for a, want in zip(args, spec.args):
+        if want.kind == "scalar":
+            _check_scalar(spec.symbol, want, a)
+            continue
+        runtime = [d for d in want.shape if isinstance(d, str)]
+        if isinstance(a, int):
+            if runtime:
+                raise LaunchError(f"{spec.symbol}: {want.name} has runtime sizes "
+                                  f"{', '.join(runtime)}: pass a tensor, not a pointer")
+            continue
+        shape, dtype = tuple(a.shape), str(a.dtype).removeprefix("torch.")
+        known = {n: sizes[n] for n in runtime if n in sizes}
+        fits = len(shape) == len(want.shape) and all(
+            s == (sizes.setdefault(w, s) if isinstance(w, str) else w)
+            for w, s in zip(want.shape, shape))
+        if not fits or dtype != want.dtype or not a.is_contiguous():
+            bound = f" with {known}" if known else ""
+            raise LaunchError(f"{spec.symbol}: {want.name} must be a contiguous {want.dtype} "
+                              f"tensor of shape {want.shape}{bound}, got {dtype} {shape}"
+                              f"{'' if a.is_contiguous() else ' (non-contiguous)'}")
+    for a, want in zip(args, spec.args):  # a size passed twice: as a scalar and as a dim
+        if want.kind == "scalar" and sizes.get(want.name, a) != a:
+            raise LaunchError(f"{spec.symbol}: {want.name}={a}, but the tensors have "
+                              f"{want.name}={sizes[want.name]}")
+
+
 class Kernel:
     """A loaded artifact. `kernel(*args, stream=None)` launches it.
 
     args, in the PrimFunc's parameter order: for a buffer, a torch tensor (shape, dtype and
-    contiguity are checked) or a raw device pointer (int, trusted); for a scalar parameter, an
+    contiguity are checked) or a raw device pointer (int, trusted; not for a buffer with
+    runtime sizes, which are read off the tensor); for a scalar parameter, an
     integer passed by value (type and range are checked). stream: None (torch's current
     stream when given tensors, else the default stream), a CUstream handle as int, or any
     object with `.cuda_stream` (torch.cuda.Stream)."""
@@ -106,10 +144,18 @@ class Kernel:
                 self._param_ptrs[i] = ctypes.addressof(self._scalars[i])
         self._caller_scalars = [(i, p.arg) for i, p in enumerate(spec.params)
                                 if p.kind == "scalar" and p.arg >= 0]
+        self._size_params = [(i, p.expr) for i, p in enumerate(spec.params)
+                             if p.kind == "scalar" and p.arg < 0 and p.expr is not None]
+        runtime = [*spec.grid, *(e for i, e in self._size_params)]
+        for m in spec.tensor_maps:
+            runtime += [*m.global_dims, *m.global_strides]
+        # the runtime sizes everything depends on: the key of the descriptor cache
+        self._sizes = sorted(set().union(*(leaves(e) for e in runtime)))
 
     def _launch_config(self):
         spec, cfg = self.spec, cu.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = spec.grid
+        if all(isinstance(g, int) for g in spec.grid):  # else set at each launch
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = spec.grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = spec.block
         cfg.sharedMemBytes = spec.dynamic_smem
         if spec.cluster is not None:
@@ -123,37 +169,25 @@ class Kernel:
         return cfg
 
     def check_args(self, args) -> None:
-        spec = self.spec
-        if len(args) != len(spec.args):
-            raise LaunchError(f"{spec.symbol} takes {len(spec.args)} arguments "
-                              f"({', '.join(a.name for a in spec.args)}), got {len(args)}")
-        for a, want in zip(args, spec.args):
-            if want.kind == "scalar":
-                _check_scalar(spec.symbol, want, a)
-                continue
-            if isinstance(a, int):
-                continue
-            shape, dtype = tuple(a.shape), str(a.dtype).removeprefix("torch.")
-            if shape != want.shape or dtype != want.dtype or not a.is_contiguous():
-                raise LaunchError(f"{spec.symbol}: {want.name} must be a contiguous {want.dtype} "
-                                  f"tensor of shape {want.shape}, got {dtype} {shape}"
-                                  f"{'' if a.is_contiguous() else ' (non-contiguous)'}")
+        check_args(self.spec, args)
 
-    def _tensor_maps(self, ptrs: list[int]) -> list:
-        key = tuple(ptrs[m.arg] for m in self.spec.tensor_maps)
+    def _tensor_maps(self, ptrs: list[int], sizes: tuple, args) -> list:
+        key = (*(ptrs[m.arg] for m in self.spec.tensor_maps), *sizes)
         maps = self._maps.get(key)
         if maps is None:
             if len(self._maps) >= _MAX_CACHED_MAPS:
                 self._maps.clear()
-            maps = [self._encode(m, ptrs[m.arg] + m.offset) for m in self.spec.tensor_maps]
+            maps = [self._encode(m, ptrs[m.arg] + m.offset, args) for m in self.spec.tensor_maps]
             self._maps[key] = maps
         return maps
 
     @staticmethod
-    def _encode(m, address: int):
+    def _encode(m, address: int, args):
+        dims = [evaluate(x, args) for x in m.global_dims]
+        strides = [evaluate(x, args) for x in m.global_strides]
         return _check(cu.cuTensorMapEncodeTiled(
             cu.CUtensorMapDataType(m.cu_dtype), m.rank, address,
-            [cu.cuuint64_t(x) for x in m.global_dims], [cu.cuuint64_t(x) for x in m.global_strides],
+            [cu.cuuint64_t(x) for x in dims], [cu.cuuint64_t(x) for x in strides],
             [cu.cuuint32_t(x) for x in m.box_dims], [cu.cuuint32_t(x) for x in m.element_strides],
             cu.CUtensorMapInterleave(m.interleave), cu.CUtensorMapSwizzle(m.swizzle),
             cu.CUtensorMapL2promotion(m.l2_promotion), cu.CUtensorMapFloatOOBfill(m.oob_fill),
@@ -163,7 +197,15 @@ class Kernel:
         if check:
             self.check_args(args)
         ptrs = [_pointer(a) for a in args]
-        maps = self._tensor_maps(ptrs) if self.spec.tensor_maps else ()
+        sizes = tuple(evaluate(s, args) for s in self._sizes)
+        if sizes:
+            grid = [evaluate(g, args) for g in self.spec.grid]
+            if 0 in grid:  # e.g. a sequence of length 0: no work
+                return
+            self._config.gridDimX, self._config.gridDimY, self._config.gridDimZ = grid
+            for i, expr in self._size_params:
+                self._scalars[i].value = evaluate(expr, args)
+        maps = self._tensor_maps(ptrs, sizes, args) if self.spec.tensor_maps else ()
         for i, p in enumerate(self.spec.params):
             if p.kind == "pointer":
                 self._values[i] = ptrs[p.arg] + p.offset
@@ -175,7 +217,7 @@ class Kernel:
         _check(cu.cuLaunchKernelEx(self._config, self._func, ctypes.addressof(self._param_ptrs), 0),
                f"launching {self.spec.symbol}")
 
-    def __del__(self):
+    def __del__(self, _unload=cu.cuModuleUnload):  # bound now: at exit the module is torn down
         module = getattr(self, "_module", None)
         if module is not None:
-            cu.cuModuleUnload(module)
+            _unload(module)

@@ -1,12 +1,13 @@
 """Devices that replay a recorded table of config -> time or failure (the `simulated` runner):
 search strategies can be tested on a CPU against real (or synthetic) measurements, instantly and
-reproducibly. Their results are labelled replayed, from which table.
+reproducibly. Their results are labelled replayed, from which table. A row with a true `vendor`
+column holds the vendor op's time for its problem (its knob cells are ignored).
 
 Noise is replayed honestly: a row that records its spread (`min_ms`, `max_ms` over the rounds
-that measured it, as `autotune record` writes) is replayed as a time drawn within that spread,
-triangular around the recorded median, so a search sees the noise a GPU would have shown it. The
-draws are seeded by (seed, problem, config, how many times it was served before): the same run
-replays the same times, whatever else it asks in between."""
+that measured it, as `autotune record-ingest` writes) is replayed as a time drawn within that
+spread, triangular around the recorded median, so a search sees the noise a GPU would have shown
+it. The draws are seeded by (seed, problem, config, how many times it was served before): the
+same run replays the same times, whatever else it asks in between."""
 
 from __future__ import annotations
 
@@ -21,23 +22,33 @@ from ..spaces.base import Config, Problem
 from .base import Cause, Job, Provenance, Result, Timing
 from .sides import DevicePool, Key
 
-_TIME, _CAUSE, _PROBLEM, _MIN, _MAX = "time_ms", "cause", "problem", "min_ms", "max_ms"
-# Columns that describe a row, not a knob: the spread, and what `autotune record` notes.
-_NOT_KNOBS = (_TIME, _CAUSE, _PROBLEM, _MIN, _MAX, "rounds", "source")
+_TIME, _CAUSE, _PROBLEM, _VENDOR = "time_ms", "cause", "problem", "vendor"
+_MIN, _MAX = "min_ms", "max_ms"
+# Columns that describe a row, not a knob: its time and spread, and what a recording notes.
+_NOT_KNOBS = (_TIME, _CAUSE, _PROBLEM, _VENDOR, _MIN, _MAX, "rounds", "source")
+_VENDOR_ROW = ("<vendor>",)  # the key of a problem's vendor row
 
 
 def _key(values) -> tuple[str, ...]:
     return tuple(str(v) for v in values)
 
 
+def _cell(value):
+    """A table cell, None where it is empty (NaN, None or "")."""
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
 def _number(value) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+    value = _cell(value)
+    return None if value is None else float(value)
 
 
 @dataclasses.dataclass(frozen=True)
 class Recorded:
-    """One row: the median time and its spread (min == max == median when none was recorded),
-    or the cause of the failure."""
+    """One row: the median time and its spread (none recorded: always the median), or the
+    cause of the failure."""
 
     time_ms: float | None
     cause: str | None = None
@@ -49,7 +60,7 @@ class Recorded:
         lo, hi = self.min_ms, self.max_ms
         if lo is None or hi is None or hi <= lo:
             return self.time_ms
-        return rng.triangular(lo, hi, min(max(self.time_ms, lo), hi))
+        return rng.triangular(lo, hi, self.time_ms)
 
 
 @dataclasses.dataclass
@@ -68,33 +79,36 @@ class RecordedTable:
         params = [c for c in frame.columns if c not in _NOT_KNOBS]
         rows = {}
         for rec in frame.to_dict("records"):
-            t, lo, hi = _number(rec[_TIME]), _number(rec.get(_MIN)), _number(rec.get(_MAX))
-            cause = rec.get(_CAUSE)
-            cause = None if cause is None or (isinstance(cause, float) and math.isnan(cause)) or cause == "" else str(cause)
+            t, cause = _number(rec[_TIME]), _cell(rec.get(_CAUSE))
+            lo, hi = _number(rec.get(_MIN)), _number(rec.get(_MAX))
+            cause = None if cause is None else str(cause)
             if t is None and cause is None:
                 raise ValueError(f"row {rec} has neither a time nor a cause")
             if t is not None and (lo is None) != (hi is None):
                 raise ValueError(f"row {rec} has one of {_MIN} and {_MAX} without the other")
             if t is not None and lo is not None and not lo <= t <= hi:
                 raise ValueError(f"row {rec}: {_TIME} is outside [{_MIN}, {_MAX}]")
-            problem = rec.get(_PROBLEM, "")
-            problem = "" if isinstance(problem, float) and math.isnan(problem) else str(problem)
-            rows[(problem, _key(rec[p] for p in params))] = Recorded(t, cause, lo, hi)
+            vendor = rec.get(_VENDOR)
+            values = _VENDOR_ROW if vendor is True or str(vendor).lower() == "true" \
+                else _key(rec[p] for p in params)
+            rows[(str(_cell(rec.get(_PROBLEM)) or ""), values)] = Recorded(t, cause, lo, hi)
         return cls(params, rows)
 
     @classmethod
     def from_csv(cls, path: str) -> "RecordedTable":
         import pandas as pd
 
-        return cls.from_frame(pd.read_csv(path))
+        # As text: a vendor row's empty knob cells must not turn integer columns into floats.
+        return cls.from_frame(pd.read_csv(path, dtype=str, keep_default_na=False))
 
     @classmethod
     def from_study(cls, study) -> "RecordedTable":
-        """Record a finished study (e.g. measured on a GPU) for replay."""
+        """Record a finished study (e.g. measured on a GPU) for replay, with its vendor time."""
         import pandas as pd
 
         from optuna.trial import TrialState
 
+        problem = study.user_attrs.get("problem", "")
         records = []
         for t in study.get_trials(deepcopy=False):
             cause = t.user_attrs.get("cause")
@@ -105,7 +119,10 @@ class RecordedTable:
                     spread = {_MIN: min(timing["min_ms"], t.value),
                               _MAX: max(timing["max_ms"], t.value)}
                 records.append({**t.params, _TIME: t.value, _CAUSE: cause, **spread,
-                                _PROBLEM: study.user_attrs.get("problem", "")})
+                                _PROBLEM: problem, _VENDOR: False})
+        if study.user_attrs.get("vendor_ms") is not None:
+            records.append({_TIME: study.user_attrs["vendor_ms"], _PROBLEM: problem,
+                            _VENDOR: True})
         return cls.from_frame(pd.DataFrame.from_records(records))
 
     def digest(self) -> str:
@@ -113,8 +130,9 @@ class RecordedTable:
         text = repr((self.params, sorted(self.rows.items(), key=repr)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def lookup(self, config: Config, problem: Problem) -> Recorded:
-        values = _key(config.get(p) for p in self.params)
+    def lookup(self, config: Config, problem: Problem, vendor: bool = False) -> Recorded:
+        """The row of `config` (or the vendor op) on `problem`."""
+        values = _VENDOR_ROW if vendor else _key(config.get(p) for p in self.params)
         for problem_key in (problem.key, ""):
             if (problem_key, values) in self.rows:
                 return self.rows[(problem_key, values)]
@@ -135,6 +153,7 @@ class ReplayDevices(DevicePool):
         self._provenance = Provenance("replayed", {"table": table_name, "sha256": table.digest()})
         self._running: dict[Key, tuple[float, Result]] = {}
         self.measured: list[Config] = []  # every config served, in order
+        self.vendor_served = 0  # how often the vendor op was
 
     provenance = property(lambda self: self._provenance)
     slots = property(lambda self: self._slots)
@@ -142,8 +161,11 @@ class ReplayDevices(DevicePool):
 
     def start(self, key: Key, job: Job) -> None:
         candidate = job.candidate
-        self.measured.append(dict(candidate.config))
-        row = self.table.lookup(candidate.config, candidate.problem)
+        if candidate.vendor:
+            self.vendor_served += 1
+        else:
+            self.measured.append(dict(candidate.config))
+        row = self.table.lookup(candidate.config, candidate.problem, candidate.vendor)
         if row.cause is not None:
             try:
                 cause_enum = Cause(row.cause)
@@ -151,15 +173,17 @@ class ReplayDevices(DevicePool):
                 cause_enum = Cause.ERROR
             result = Result(None, cause_enum, f"recorded failure: {row.cause}")
         else:
-            time_ms = row.draw(self._rng(candidate.config, candidate.problem))
+            time_ms = row.draw(self._rng(candidate))
             result = Result(None, timing=Timing(time_ms, time_ms, time_ms, rounds=1,
                                                 iters_per_round=1, input_sets=1))
         self._running[key] = (time.monotonic() + self.delay_s, result)
 
-    def _rng(self, config: Config, problem: Problem) -> random.Random:
+    def _rng(self, candidate) -> random.Random:
         """The noise of this config's n-th replay: independent of the order of other replays
         (a str seed is hashed with SHA-512, the same in every process)."""
-        key = (problem.key, _key(config.get(p) for p in self.table.params))
+        values = _VENDOR_ROW if candidate.vendor else \
+            _key(candidate.config.get(p) for p in self.table.params)
+        key = (candidate.problem.key, values)
         n = self._served[key]
         self._served[key] += 1
         return random.Random(f"{self.seed}|{key}|{n}")

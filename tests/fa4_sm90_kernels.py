@@ -1,0 +1,173 @@
+"""The Hopper attention binaries the GPU tests run, and their prebuilt form.
+
+GPU machines have no TVM: `python tests/fa4_sm90_kernels.py OUT_DIR` compiles every binary here
+into OUT_DIR/<name>/ (cubin and launch description; the CUDA source is left out to travel
+light); `load(name)` reads them there (or builds them where TVM exists). Names, problems and
+configs are computed the same way on both machines (the sweep's sample is seeded).
+
+Two sets: MATRIX, the hand-tuned default for each problem class the correctness matrix needs
+(dtype, causal, head_dim, heads: MHA 16:16, GQA 32:8 and 28:4), and SWEEP, a seeded sample of
+legal configs of the search space, each with a problem class of its own.
+
+The compile sweep of the whole legal space (every binary, i.e. every legal config up to its
+launch-time knobs, at SWEEP_PROBLEM) is an hour of CPU, so CI checks its committed record:
+
+    python tests/fa4_sm90_kernels.py sweep [--jobs N]   # -> studies/results/fa4_sm90_compile_sweep.jsonl
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import datetime
+import hashlib
+import json
+import multiprocessing
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from kernels.fa4._sm90_config import (
+    KNOBS,
+    AttentionSm90Config,
+    compile_key,
+    default_config,
+    legal_configs,
+    violations,
+)
+from kernels.fa4.problem import AttentionProblem
+
+PREBUILT = Path(os.environ.get("AUTOTUNE_PREBUILT",
+                               Path(__file__).resolve().parents[1] / ".prebuilt")) / "fa4_sm90"
+ARCH = "sm_90a"
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = ROOT / "studies" / "results" / "fa4_sm90_compile_sweep.jsonl"
+# the CI problem: GQA, causal (the masked path holds the most registers), bfloat16
+SWEEP_PROBLEM = AttentionProblem(head_dim=128, heads_q=32, heads_kv=8, causal=True)
+TEMPLATE_FILES = ("kernels/fa4/sm90.py", "kernels/fa4/_sm90_config.py", "kernels/fa4/_sm90_mma.py",
+                  "kernels/fa4/problem.py", "kernels/gemm/_sm90_wgmma.py")
+
+
+def _matrix():
+    out = {}
+    for dtype in ("bfloat16", "float16"):
+        for causal in (False, True):
+            for hq, hkv in ((16, 16), (32, 8), (28, 4)):
+                p = AttentionProblem(head_dim=128, heads_q=hq, heads_kv=hkv, causal=causal,
+                                     dtype=dtype)
+                out[f"hd128_{dtype}_{'causal' if causal else 'full'}_{hq}x{hkv}"] = p
+    for causal in (False, True):
+        p = AttentionProblem(head_dim=64, heads_q=16, heads_kv=16, causal=causal)
+        out[f"hd64_bfloat16_{'causal' if causal else 'full'}_16x16"] = p
+    return {name: (p, default_config(p)) for name, p in out.items()}
+
+
+def _sweep(count: int = 48, seed: int = 20):
+    """`count` legal configs with distinct binaries, drawn uniformly from the knob grid, each
+    paired with a problem class drawn alike (head_dim 128 and 64, both dtypes, causal or not,
+    MHA or GQA)."""
+    rng = random.Random(seed)
+    out, seen = {}, set()
+    while len(out) < count:
+        cfg = AttentionSm90Config(**{k: rng.choice(v) for k, v in KNOBS.items()})
+        hq, hkv = rng.choice(((8, 8), (8, 2)))
+        p = AttentionProblem(head_dim=rng.choice((128, 128, 64)), heads_q=hq, heads_kv=hkv,
+                             causal=rng.random() < 0.5, dtype=rng.choice(("bfloat16", "float16")))
+        key = (compile_key(cfg), p)
+        if violations(cfg, p) or key in seen:
+            continue
+        seen.add(key)
+        out[f"sweep{len(out):02d}"] = (p, cfg)
+    return out
+
+
+MATRIX = _matrix()
+SWEEP = _sweep()
+KERNELS = {**MATRIX, **SWEEP}
+
+
+def build(name: str):
+    import tirx
+    from kernels.fa4.sm90 import build_attention
+
+    problem, cfg = KERNELS[name]
+    return tirx.build(build_attention(problem, cfg), ARCH)
+
+
+def load(name: str):
+    """(artifact, problem, config): prebuilt where it exists, else compiled here."""
+    import tirx
+
+    problem, cfg = KERNELS[name]
+    if (PREBUILT / name / "artifact.json").exists():
+        return tirx.Artifact.load(PREBUILT / name), problem, cfg
+    return build(name), problem, cfg
+
+
+def prebuild(out: Path, names) -> None:
+    for name in names:
+        art = build(name)
+        art.save(out / name, source=False)
+        print(f"{name}: {art.resources.registers} regs, {art.resources.spill_bytes} B spilled")
+
+
+def template_hash() -> str:
+    """Hash of the template's source files: a record of another hash is stale."""
+    h = hashlib.sha256()
+    for f in TEMPLATE_FILES:
+        h.update(f.encode() + (ROOT / f).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def sweep_classes() -> list[AttentionSm90Config]:
+    """One config per binary of the legal space at SWEEP_PROBLEM (launch knobs at defaults)."""
+    seen = {}
+    for c in legal_configs(SWEEP_PROBLEM):
+        seen.setdefault(compile_key(c), c)
+    return list(seen.values())
+
+
+def compile_row(cfg: AttentionSm90Config) -> dict:
+    """One record row: compile (no disk cache: the sweep would fill gigabytes) and report."""
+    import tirx
+    from kernels.fa4.sm90 import build_attention
+
+    start = time.perf_counter()
+    row = {"config": cfg.as_dict()}
+    try:
+        art = tirx.build(build_attention(SWEEP_PROBLEM, cfg), ARCH, use_cache=False)
+    except Exception as exc:  # the row says why; the sweep goes on
+        row.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:500]}")
+    else:
+        res = art.resources
+        row.update(ok=True, registers=res.registers, spill_bytes=res.spill_bytes,
+                   stack_bytes=res.stack_frame_bytes, smem_bytes=res.smem_bytes,
+                   setmaxnreg_ignored="C7504" in art.ptxas_log or "C7508" in art.ptxas_log)
+    row["compile_s"] = round(time.perf_counter() - start, 2)
+    return row
+
+
+def sweep(jobs: int, out: Path = RECORD) -> list[dict]:
+    """Compile every class with `jobs` processes; write header + rows (in class order)."""
+    from tirx.compile import toolchain_versions
+
+    classes = sweep_classes()
+    head = {"kind": "header", "template": template_hash(), "problem": repr(SWEEP_PROBLEM),
+            "arch": ARCH, "classes": len(classes), "versions": toolchain_versions(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "jobs": jobs, "command": f"python tests/fa4_sm90_kernels.py sweep --jobs {jobs}"}
+    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        rows = list(pool.map(compile_row, classes))
+    out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in [head, *rows]))
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["sweep"]:
+        n = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 1
+        bad = [r for r in sweep(n) if not r["ok"] or r["spill_bytes"] or r["stack_bytes"]]
+        print(f"{RECORD}: {len(sweep_classes())} classes, {len(bad)} failed or spilled")
+        sys.exit(1 if bad else 0)
+    dest = Path(sys.argv[1]) if len(sys.argv) > 1 else PREBUILT
+    prebuild(dest, sys.argv[2:] or KERNELS)
