@@ -70,7 +70,7 @@ def fake_compiler(calls: list):
             raise SyntheticCompileError("nvrtc", "error: no such instruction")
         path = Path(cache_dir) / f"k{len(calls)}"
         path.mkdir(parents=True)
-        for name in ("kernel.cubin", "artifact.json"):
+        for name in ("kernel.cubin", "artifact.json", "kernel.cu"):
             (path / name).write_text(name)
         return Compiled(str(path), {"registers": 96})
 

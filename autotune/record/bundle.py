@@ -25,8 +25,8 @@ from ..spaces.sampling import config_key, neighbours, uniform_legal
 JOBS, HEADER = "jobs.jsonl", "bundle.json"
 DEFAULT, SEED, UNIFORM = "default", "seed", "uniform"  # where a job comes from
 ARTIFACTS = "a"
-# what launching needs of an artifact (its CUDA source stays here: the bundle travels)
-ARTIFACT_FILES = ("kernel.cubin", "artifact.json")
+# what tirx.Artifact.load reads (the ptxas log stays here: the bundle travels)
+ARTIFACT_FILES = ("kernel.cubin", "artifact.json", "kernel.cu")
 
 
 def neighbourhood_source(i: int) -> str:

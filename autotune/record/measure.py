@@ -104,7 +104,6 @@ def measure(bundle: Path, out: Path, rounds: int, deadline_s: float) -> int:
     _write_meta(out, rounds)
     done = done_so_far(out)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    stream = torch.cuda.current_stream()
     shapes: dict[str, Shape] = {}
     kernels: dict[str, object] = {}
     vendors = sorted({j["problem"] for j in jobs})
@@ -142,7 +141,9 @@ def measure(bundle: Path, out: Path, rounds: int, deadline_s: float) -> int:
                         scalars = job.get("scalars", [])
 
                         def launch(args, kernel=kernel, scalars=scalars):
-                            kernel(*args, *scalars, stream=stream.cuda_stream)
+                            # the current stream: a graph capture runs on its own
+                            kernel(*args, *scalars,
+                                   stream=torch.cuda.current_stream().cuda_stream)
                     if (ident, 0) not in done:  # validated once, before its first timing
                         wrong = shape.validate(launch)
                         if wrong:
