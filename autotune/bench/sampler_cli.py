@@ -31,6 +31,8 @@ def add_sampler_bench_command(sub) -> argparse.ArgumentParser:
                         "recorded configs)")
     p.add_argument("--warm", type=int, default=8,
                    help="configs from other shapes a warm start measures first (default 8)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="worker processes running the runs (default 1)")
     p.add_argument("--out", default=str(results_dir("bench-samplers")),
                    help=f"results directory (default ./{results_dir('bench-samplers')})")
     p.set_defaults(func=bench_samplers_main)
@@ -85,8 +87,11 @@ def bench_samplers_main(args) -> int:
               f"{len(run.curve)} trials, to 2%: {run.trials_to(0.02)} ({run.wall_s:.1f} s)",
               file=sys.stderr)
 
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     runs, skipped = benchmark(landscapes, args.samplers, args.starts, args.seeds, args.budget,
-                              args.warm, progress)
+                              args.warm, progress, args.processes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frame = runs_frame(runs)
@@ -106,7 +111,7 @@ def bench_samplers_main(args) -> int:
               "host": platform.node(), "python": platform.python_version(),
               "command": " ".join(["autotune", *args.argv]), "space": space.name,
               "recordings": [{"path": p, **{k: r.meta.get(k) for k in
-                                            ("device", "date", "timer", "provisional", "command")}}
+                                            ("device", "date", "timer", "command")}}
                              for p, r in zip(args.recordings, recordings)],
               "shapes": {land.problem.key: {"recorded": len(land.configs),
                                             "best_ms": land.best_ms, "dropped": land.dropped,

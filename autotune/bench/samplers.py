@@ -19,6 +19,8 @@ reached: a median of "-" means fewer than half the seeds got there)."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import math
 import time
@@ -166,9 +168,11 @@ def start_configs(land: Landscape, landscapes: list[Landscape], start: str,
 
 
 def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget: int,
-              warm: int = 8, progress=None) -> tuple[list[Run], dict[str, str]]:
-    """Every (shape, start, sampler, seed) run; and the samplers that do not apply, with why."""
-    runs, skipped = [], {}
+              warm: int = 8, progress=None, processes: int = 1) -> tuple[list[Run], dict[str, str]]:
+    """Every (shape, start, sampler, seed) run, over `processes` worker processes (runs are
+    independent and seeded: the same results in any number); and the samplers that do not
+    apply, with why."""
+    tasks, skipped = [], {}
     for land in landscapes:
         cap = min(budget, len(land.configs))
         for start in starts:
@@ -181,11 +185,20 @@ def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget:
                 if why:
                     skipped[sampler] = why
                     continue
-                for seed in range(seeds):
-                    runs.append(run_sampler(land, sampler, seed, cap, first, start))
-                    if progress:
-                        progress(runs[-1])
+                tasks += [(land, sampler, seed, cap, first, start) for seed in range(seeds)]
+    runs = []
+    with concurrent.futures.ProcessPoolExecutor(processes) if processes > 1 else \
+            contextlib.nullcontext() as pool:
+        results = pool.map(_run, tasks) if pool else map(_run, tasks)
+        for run in results:
+            runs.append(run)
+            if progress:
+                progress(run)
     return runs, skipped
+
+
+def _run(task) -> Run:
+    return run_sampler(*task)
 
 
 def runs_frame(runs: list[Run]) -> pd.DataFrame:

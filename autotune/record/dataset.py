@@ -62,8 +62,7 @@ class Recording:
 def summary(recording: Recording) -> str:
     """What the recording holds, per shape, in Markdown."""
     meta = recording.meta
-    lines = [f"# Recording of {meta.get('space', '?')}"
-             + (" (PROVISIONAL)" if meta.get("provisional") else ""), ""]
+    lines = [f"# Recording of {meta.get('space', '?')}", ""]
     if meta.get("note"):
         lines += [meta["note"], ""]
     lines += [f"- {k}: {meta[k]}" for k in ("device", "date", "timer", "command", "template",

@@ -52,7 +52,7 @@ def ingest(bundle: str | Path, measured: str | Path, note: str = "") -> Recordin
         vendor = times.get(f"{VENDOR}|{key}")
         problems[key] = {**info, "vendor_ms": statistics.median(vendor) if vendor else None}
     meta = {"space": space.name, "kernel": space.kernel, "arch": space.arch,
-            "template": plan.get("template"), "provisional": False, "note": note,
+            "template": plan.get("template"), "note": note,
             "device": last["device"], "date": last["date"], "timer": last["timer"],
             "command": f"{plan.get('command')} ; {last['command']}",
             "versions": {**plan.get("versions", {}),
