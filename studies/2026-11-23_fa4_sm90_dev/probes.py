@@ -1,0 +1,163 @@
+"""Development probes of the Hopper attention kernel on a GPU machine (no TVM there).
+
+    python studies/2026-11-23_fa4_sm90_dev/probes.py build DIR          # CPU: traced binaries
+    python3 probes.py persist | gqa | bench                             # GPU, prebuilt artifacts
+    python3 probes.py hang DIR NAME BATCH SEQLEN [--persistent]          # GPU, traced binary
+
+`persist`/`gqa` launch prebuilt test binaries (tests/fa4_sm90_kernels.py) once each on fresh
+inputs, a watchdog reporting HANG after 6 s. `bench` times the two hd128 defaults against cuDNN
+and FlashAttention-2. `hang` runs a binary built with build_attention(trace=True) with its trace
+buffer in host memory mapped into the device, so that when the launch hangs the host can still
+read, per CTA, the wait each role entered last (kernels/fa4/sm90.py: TRACE_WAITS).
+"""
+import dataclasses
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import fa4_sm90_kernels as K  # noqa: E402
+from kernels.fa4._sm90_config import launch_scalars  # noqa: E402
+
+TRACED = ("hd128_bfloat16_full_28x4", "hd128_bfloat16_causal_16x16")
+
+
+def inputs(p, B, SQ, SK):
+    import torch
+
+    dt = torch.bfloat16 if p.dtype == "bfloat16" else torch.float16
+    q = torch.randn(B, SQ, p.heads_q, p.head_dim, dtype=dt, device="cuda")
+    k = torch.randn(B, SK, p.heads_kv, p.head_dim, dtype=dt, device="cuda")
+    v = torch.randn_like(k)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((B, p.heads_q, SQ), float("nan"), device="cuda")
+    return q, k, v, o, lse
+
+
+def probe(name, B, SQ, SK=None, persistent=None, order=None, limit=6.0):
+    import torch
+
+    import tirx
+
+    SK = SK or SQ
+    art, p, c = K.load(name)
+    kern = tirx.Kernel(art)
+    c = c if persistent is None else dataclasses.replace(c, persistent=persistent)
+    c = c if order is None else dataclasses.replace(c, order=order)
+    q, k, v, o, lse = inputs(p, B, SQ, SK)
+    torch.cuda.synchronize()
+    tag = f"{name} {B}x{SQ}x{SK} persistent={c.persistent} order={c.order}"
+    watchdog = threading.Timer(limit, lambda: (print("HANG", tag, flush=True), os._exit(3)))
+    watchdog.start()
+    t0 = time.time()
+    kern(q, k, v, o, lse, *launch_scalars(c, 132))
+    torch.cuda.synchronize()
+    watchdog.cancel()
+    print("ok", tag, f"{(time.time() - t0) * 1e3:.1f} ms nan_o={int(o.isnan().sum())}",
+          flush=True)
+
+
+def bench():
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from triton.testing import do_bench
+
+    import tirx
+    from kernels.fa4.problem import flops
+
+    for causal in (False, True):
+        name = f"hd128_bfloat16_{'causal' if causal else 'full'}_16x16"
+        art, p, c = K.load(name)
+        kern = tirx.Kernel(art)
+        for S in (4096, 16384):
+            B = 16384 // S
+            q, k, v, o, lse = inputs(p, B, S, S)
+            fl = flops(p, B, S, S)
+            fns = {"ours": lambda: kern(q, k, v, o, lse, *launch_scalars(c, 132), check=False)}
+            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+            for lab, be in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                            ("fa2", SDPBackend.FLASH_ATTENTION)):
+                def sdpa(be=be):
+                    with sdpa_kernel(be):
+                        return torch.nn.functional.scaled_dot_product_attention(
+                            qt, kt, vt, is_causal=causal)
+                fns[lab] = sdpa
+            res = {lab: fl / statistics.median(do_bench(fn, warmup=10, rep=30,
+                                                        return_mode="all")) / 1e9
+                   for lab, fn in fns.items()}
+            print(f"BENCH causal={causal} S={S} B={B} "
+                  + " ".join(f"{k}={v:.0f}" for k, v in res.items()), flush=True)
+
+
+def build(dest: Path):
+    import tirx
+    from kernels.fa4.sm90 import build_attention
+
+    for name in TRACED:
+        p, c = K.KERNELS[name]
+        tirx.build(build_attention(p, c, trace=True), "sm_90a").save(dest / name, source=False)
+
+
+def hang(src: Path, name: str, B: int, S: int, persistent: bool, limit: float = 6.0):
+    """Launch the traced binary; on a hang, print each CTA's last waits and exit."""
+    import ctypes
+
+    import numpy as np
+    import torch
+    from cuda.bindings import driver as cu
+
+    import tirx
+    from kernels.fa4.sm90 import TRACE_WAITS
+
+    p, c = K.KERNELS[name]
+    c = dataclasses.replace(c, persistent=persistent)
+    kern = tirx.Kernel(tirx.Artifact.load(src / name))
+    q, k, v, o, lse = inputs(p, B, S, S)
+    nt = 8192
+    err, host = cu.cuMemHostAlloc(nt * 8 * 4, cu.CU_MEMHOSTALLOC_DEVICEMAP)
+    err, dev = cu.cuMemHostGetDevicePointer(host, 0)
+    trace = np.ctypeslib.as_array((ctypes.c_int32 * (nt * 8)).from_address(int(host)))
+    trace[:] = -1
+    buf = type("Mapped", (), {"shape": (nt, 8), "dtype": "int32", "is_contiguous": lambda s: True,
+                              "data_ptr": lambda s: int(dev)})()
+    torch.cuda.synchronize()
+    kern(q, k, v, o, lse, *launch_scalars(c, 132), buf)
+    done = threading.Event()
+    threading.Thread(target=lambda: (torch.cuda.synchronize(), done.set()), daemon=True).start()
+    if done.wait(limit):
+        print("finished", name, B, S, persistent)
+        return
+    rows = trace.reshape(nt, 8)
+    waits = lambda x: f"{x >> 4}:{TRACE_WAITS[x & 15]}" if x >= 0 else "-"
+    stuck = [(i, r) for i, r in enumerate(rows) if r[0] >= 0 and
+             any((r[s] & 15) != TRACE_WAITS.index("done") for s in (1, 3, 5) if r[s] >= 0)]
+    print(f"HANG {name} {B}x{S} persistent={persistent}: {len(stuck)} CTAs not done")
+    for i, r in stuck[:40]:
+        print(f"cta {i}: producer t={r[0]} {waits(r[1])} | c0 t={r[2]} {waits(r[3])} | "
+              f"c1 t={r[4]} {waits(r[5])} | c2 t={r[6]} {waits(r[7])}", flush=True)
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "build":
+        build(Path(sys.argv[2]))
+    elif what == "hang":
+        hang(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+             "--persistent" in sys.argv)
+    elif what == "bench":
+        bench()
+    elif what == "persist":
+        probe("hd128_bfloat16_full_16x16", 4, 4096)
+        probe("hd128_bfloat16_full_16x16", 4, 4096, persistent=True)
+        probe("hd128_bfloat16_causal_16x16", 4, 4096, persistent=True)
+        probe("hd128_bfloat16_full_16x16", 16, 1024, persistent=True)
+    elif what == "gqa":
+        probe("hd128_bfloat16_full_28x4", 1, 8192)
+        probe("hd128_bfloat16_full_28x4", 1, 16384, persistent=True)
+        probe("hd128_bfloat16_full_28x4", 1, 16384)
