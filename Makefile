@@ -7,6 +7,11 @@ PY ?= $(shell for p in python3.12 $$(pyenv root 2>/dev/null)/versions/3.12*/bin/
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 VENV := .venv
 STAMP := $(VENV)/.installed
+# The Blackwell simulator NumSim (README, "Blackwell"), on Python 3.12+ only. Its wheel pins
+# packages that clash with ours and that NumSim never imports, so it goes in without them,
+# next to the one package it does import that we lack.
+NUMSIM := "tirx-harness==0.1.2.post2; python_version >= '3.12'" \
+	"threadpoolctl>=3.6,<4; python_version >= '3.12'"
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,13 +19,17 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e ".[test]"
 	touch $(STAMP)
 
+$(VENV)/.numsim: $(STAMP)
+	$(VENV)/bin/pip install -q --no-deps $(NUMSIM)
+	touch $@
+
 .PHONY: env tune test gpu-bundle
-env: $(STAMP)
+env: $(STAMP) $(VENV)/.numsim
 
 tune: $(STAMP)
 	$(VENV)/bin/autotune tune gemm_sm90 --trials $(or $(TRIALS),8)
 
-test: $(STAMP)
+test: $(STAMP) $(VENV)/.numsim
 	$(VENV)/bin/python -m pytest -q
 
 # What the GPU machines lack (optuna, ray) for CPython 3.12, outside git: see README.

@@ -6,9 +6,9 @@ end with one line on stderr and exit status 2, never a traceback."""
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 
+from .arguments import device_list, parse_shapes
 from .errors import UserError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
@@ -33,7 +33,7 @@ def _parse_value(text: str, dist):
 
 
 def _fixed_params(space, problems, items: list[str]) -> dict:
-    from .testing.conformance import _random_config
+    from .study.fixed import check_fixed
 
     fixed = {}
     for item in items:
@@ -49,42 +49,8 @@ def _fixed_params(space, problems, items: list[str]) -> dict:
                 fixed[name] = _parse_value(text, params[name])
             except UserError as exc:
                 raise UserError(f"--fix {item}: {exc}") from None
-    if not fixed:
-        return fixed
-    rng = random.Random(0)
-    for problem in problems:
-        params = space.parameters(problem)
-        default = {**space.default_config(problem), **fixed}
-        reasons = space.violations(default, problem)
-        samples = (dict(_random_config(params, rng), **fixed) for _ in range(2000))
-        if reasons and all(space.violations(c, problem) for c in samples):
-            raise UserError(f"illegal fixed parameters for {problem.key}: " + "; ".join(reasons))
+    check_fixed(space, problems, fixed)
     return fixed
-
-
-def _problems(space, shapes: list[str] | None, dtype: str | None):
-    texts = shapes or list(space.default_shapes)
-    if not texts:
-        raise UserError(f"{space.name} has no default shapes: pass --shapes")
-    problems = []
-    for text in texts:
-        try:
-            problems.append(space.parse_problem(text, dtype) if dtype else space.parse_problem(text))
-        except ValueError as exc:
-            raise UserError(f"--shapes {text!r} ({space.name}): {exc}") from None
-    return problems
-
-
-def _device_list(text: str) -> list[int] | None:
-    if text == "all":
-        return None
-    try:
-        devices = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--gpus {text!r}: expected 'all' or indices such as 0,1") from None
-    if not devices or len(set(devices)) != len(devices) or min(devices) < 0:
-        raise UserError(f"--gpus {text!r}: expected 'all' or distinct indices such as 0,1")
-    return devices
 
 
 def _require_toolchain() -> None:
@@ -98,44 +64,43 @@ def _require_toolchain() -> None:
         raise UserError(str(exc)) from None
 
 
-def _make_runner(args, space):
-    from .runner import CompileOnlyRunner, LocalRunner, RecordedTable, SimulatedRunner
+def _runner_name(args, space) -> str:
+    """The runner asked for (--runner, or its shortcuts); a measuring runner with no GPU of the
+    space's arch here falls back to compile-only, saying so."""
     from .runner.devices import gpus_for_arch, visible_gpus
 
-    devices = _device_list(args.gpus)
-    common = dict(timeout_s=args.timeout, cache_dir=args.cache_dir, seed=args.seed)
-    if args.timer != "rotate":
-        from .runner.cuda_eval import CudaEvaluator
-
-        common["evaluator"] = CudaEvaluator(timer=args.timer)
-    if args.simulate:
-        try:
-            table = RecordedTable.from_csv(args.simulate)
-        except (OSError, ValueError, KeyError) as exc:
-            raise UserError(f"cannot read recorded table {args.simulate}: {exc}") from None
-        return SimulatedRunner(table, slots=len(devices) if devices else 1)
-    _require_toolchain()
-    if args.compile_only:
-        return CompileOnlyRunner(compile_workers=args.compile_workers, cache_dir=args.cache_dir)
-    if args.ray is not None:
-        from .runner.ray_runner import RayRunner
-
-        return RayRunner(address=args.ray or None, gpus=len(devices) if devices else None, **common)
-    usable = gpus_for_arch(space.arch)
-    if not usable:
+    named = [n for n, on in (("simulated", args.simulate), ("compile-only", args.compile_only),
+                             ("ray", args.ray is not None)) if on]
+    if args.runner:
+        named.append(args.runner)
+    if len(set(named)) > 1:
+        raise UserError(f"choose one runner, not {' and '.join(sorted(set(named)))}")
+    name = named[0] if named else "local"
+    if name == "local" and not gpus_for_arch(space.arch):
         present = ", ".join(f"{g.name} (sm_{g.capability[0]}{g.capability[1]})"
                             for g in visible_gpus()) or "none"
         print(f"autotune: no GPU of arch {space.arch} is present (GPUs here: {present}).\n"
               f"autotune: running COMPILE-ONLY: every trial is legality-checked, compiled and "
               f"resource-checked; none is timed.", file=sys.stderr)
-        return CompileOnlyRunner(compile_workers=args.compile_workers, cache_dir=args.cache_dir)
-    indices = [g.index for g in usable]
-    if devices is not None:
-        missing = sorted(set(devices) - set(indices))
-        if missing:
-            raise UserError(f"--gpus: no {space.arch} GPU with index {missing} (have {indices})")
-        indices = devices
-    return LocalRunner(indices, compile_workers=args.compile_workers, **common)
+        return "compile-only"
+    return name
+
+
+def _make_runner(args, space):
+    from .runner import RunnerOptions, make_runner
+
+    devices = device_list(args.gpus)
+    name = _runner_name(args, space)
+    if name != "simulated":  # every other runner compiles
+        _require_toolchain()
+    if args.compile_workers is not None and args.compile_workers < 0:
+        raise UserError(f"--compile-workers {args.compile_workers}: expected 0 (compile in this "
+                        "process) or more")
+    options = RunnerOptions(devices=devices, compile_workers=args.compile_workers,
+                            timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
+                            cache_dir=args.cache_dir, seed=args.seed, timer=args.timer,
+                            address=args.ray or None, table=args.simulate)
+    return make_runner(name, space, options)
 
 
 def _summary_lines(space, summaries, timed: bool) -> list[str]:
@@ -168,7 +133,7 @@ def cmd_tune(args) -> int:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = get_space(args.space)
-    problems = _problems(space, args.shapes, args.dtype)
+    problems = parse_shapes(space, args.shapes, args.dtype)
     fixed = _fixed_params(space, problems, args.fix)
     make_sampler(args.sampler, args.seed, fixed)  # fail early on a sampler that cannot be made
     storage = open_storage(args.storage or default_storage_url(space.name))
@@ -219,7 +184,7 @@ def cmd_results(args) -> int:
 
     if not args.storage and not args.space:
         raise UserError("pass --storage URL or --space NAME (whose default storage is read)")
-    storage = open_storage(args.storage or default_storage_url(args.space))
+    storage = open_storage(args.storage or default_storage_url(args.space), create=False)
     table = best_configs(storage, args.space)
     if table.empty:
         print("no studies")
@@ -248,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--dtype", help="element type (default: the space's)")
     tune.add_argument("--trials", type=int, default=50, help="finished trials per shape (default 50)")
     tune.add_argument("--gpus", default="all", help="'all' or device indices, e.g. 0,1")
+    tune.add_argument("--runner", metavar="NAME",
+                      help="a registered runner (local, ray, simulated, compile-only, or a "
+                           "plugin's; default local: this machine's GPUs)")
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                       help="run on a Ray cluster (no ADDRESS: start a local one)")
     tune.add_argument("--compile-only", action="store_true", help="compile and check; time nothing")
@@ -260,7 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="pin a parameter (repeatable)")
     tune.add_argument("--timeout", type=float, default=60.0,
                       help="hard limit in seconds per candidate on a GPU (default 60)")
-    tune.add_argument("--compile-workers", type=int, help="CPU compile processes (default: cores/2)")
+    tune.add_argument("--compile-workers", type=int,
+                      help="CPU compile processes (default: cores/2; 0: in this process)")
+    tune.add_argument("--compile-timeout", type=float, default=600.0,
+                      help="hard limit in seconds per compile (default 600): a hung compile is "
+                           "killed and fails its trial")
     tune.add_argument("--timer", choices=("rotate", "cold"), default="rotate",
                       help="rotate: back-to-back launches over L2-exceeding input copies; cold: "
                            "each launch alone after an L2 flush, as triton's do_bench")
@@ -279,15 +251,18 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("--space", help="only this space (and its default storage)")
     results.add_argument("--storage", help="Optuna storage URL")
 
+    from .bench.cli import add_commands as add_bench_commands
     from .compare import add_compare_command  # pandas/matplotlib load only when it runs
 
     add_compare_command(sub)
+    add_bench_commands(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "trials", 1) < 1:
         parser.error("--trials must be at least 1")
     command = {"tune": cmd_tune, "spaces": cmd_spaces, "results": cmd_results}.get(

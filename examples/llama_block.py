@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--tolerance", type=float, default=2e-2)
     parser.add_argument("--store", help="config store (default: the one for this GPU)")
-    parser.add_argument("--artifacts", help="prebuilt kernels (default .cache/dispatch)")
+    parser.add_argument("--artifacts", help="prebuilt kernels (default ~/.cache/autotune/dispatch)")
     parser.add_argument("--out", help="write <out>.md and <out>.json")
     args = parser.parse_args(argv)
     if args.list_shapes:

@@ -10,4 +10,4 @@ python3 -m autotune.store export --space gemm_sm90 --storage $DB --root $OUT/con
 STORE=$(ls $OUT/configs/gemm_sm90/*.json | head -1)
 timeout 150 autotune compare gemm --store $STORE --artifacts $SCRATCH/dispatch --out $OUT/report 2>&1 | tail -16
 timeout 150 python3 examples/llama_block.py --store $STORE --artifacts $SCRATCH/dispatch --out $OUT/llama_block 2>&1 | tail -16
-timeout 60 python3 scripts/bench_dispatch_overhead.py --shape 2048x4096x4096 --store $STORE --artifacts $SCRATCH/dispatch --out $OUT/dispatch_overhead.json 2>&1 | tail -10
+timeout 60 python3 -m autotune.bench.dispatch_overhead --shape 2048x4096x4096 --store $STORE --artifacts $SCRATCH/dispatch --out $OUT/dispatch_overhead.json 2>&1 | tail -10

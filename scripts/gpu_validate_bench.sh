@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# On a GPU machine with TVM staged (scripts/gpu_env.sh): compile the correctness sweep and the
-# benchmark there (16 CPUs), then run both. Outputs: $OUT/val, $OUT/bench (+ build logs).
-#   bash scripts/gpu_validate_bench.sh [bench build args, e.g. --store FILE or shapes]
+# On a GPU machine with TVM staged (scripts/gpu_env.sh): the correctness sweep of gemm_sm90 over
+# ragged, decode and suite shapes (and two fp16 shapes), then its benchmark over the suite;
+# candidates compile on the machine's CPUs. Outputs: $OUT/val, $OUT/val16, $OUT/bench.
+#   bash scripts/gpu_validate_bench.sh [autotune bench options, e.g. --store FILE]
 source scripts/gpu_env.sh
-PROCS=$(nproc)
-python3 scripts/validate_gemm_sm90.py build $SCRATCH/val --procs $((PROCS / 2)) > $OUT/val_build.log 2>&1 &
-python3 scripts/bench_gemm_sm90.py build $SCRATCH/bench "$@" --procs $((PROCS / 2)) > $OUT/bench_build.log 2>&1
-wait
-grep -c compile_error $SCRATCH/val/manifest.json $SCRATCH/bench/manifest.json
-timeout ${VAL_TIMEOUT:-150} python3 scripts/validate_gemm_sm90.py run $SCRATCH/val $OUT/val 2>&1 | tail -n 5
-timeout ${BENCH_TIMEOUT:-330} python3 scripts/bench_gemm_sm90.py run $SCRATCH/bench $OUT/bench 2>&1 | tail -n 30
+W=$(nproc)
+timeout ${VAL_TIMEOUT:-200} autotune validate gemm_sm90 --per-shape 8 --seed 4 --compile-workers $W \
+  --shapes 1x4096x4096 16x6144x4096 77x1024x1000 128x4096x14336 333x520x136 1000x1024x4104 \
+  2048x2048x2048 4096x4096x4096 --out $OUT/val 2>&1 | tail -n 5
+timeout 120 autotune validate gemm_sm90 --dtype float16 --shapes 77x1024x1000 2048x2048x2048 \
+  --per-shape 3 --seed 4 --compile-workers $W --out $OUT/val16 2>&1 | tail -n 3
+timeout ${BENCH_TIMEOUT:-330} autotune bench gemm_sm90 --compile-workers $W --out $OUT/bench "$@" \
+  2>&1 | tail -n 30

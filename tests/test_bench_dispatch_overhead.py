@@ -1,4 +1,4 @@
-"""The dispatch-overhead benchmark's protocol (scripts/bench_dispatch_overhead.py), on the CPU:
+"""The dispatch-overhead benchmark's protocol (autotune/bench/dispatch_overhead.py), on the CPU:
 every repeat times every variant in a rotated order, and the overhead pairs samples of the
 same repeat, so a slow spell of the host does not read as dispatch cost."""
 
@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import sys
 import types
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-
-import bench_dispatch_overhead as bench  # noqa: E402
+from autotune.bench import dispatch_overhead as bench
 
 
 def test_overhead_pairs_samples_of_the_same_repeat():

@@ -1,6 +1,7 @@
 """The command line: listing spaces, tuning (simulated, compile-only), and one clear error with
 exit status 2 for each user mistake."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def test_console_script_error_has_no_traceback():
     (["tune", SYNTHETIC, "--fix", "stages"], "expected NAME=VALUE"),
     (["tune", SYNTHETIC, "--shapes", "8x48x32", "--fix", "block_m=128"], "illegal fixed parameters"),
     (["tune", SYNTHETIC, "--sampler", "annealing"], "unknown sampler 'annealing'"),
-    (["tune", SYNTHETIC, "--sampler", "gp"], "needs torch"),
+    (["tune", SYNTHETIC, "--sampler", "gp"],
+     "needs " + " and ".join(m for m in ("torch", "scipy") if importlib.util.find_spec(m) is None)),
     (["tune", SYNTHETIC, "--storage", "postgresql://u:secret@127.0.0.1:9/db"], "cannot open storage"),
     (["tune", SYNTHETIC, "--storage", "sqlite:////proc/no/such/dir/x.db"], "cannot create"),
     (["tune", SYNTHETIC, "--gpus", "0,0"], "distinct indices"),
@@ -103,15 +105,24 @@ def test_tune_falls_back_to_compile_only_without_gpu(capsys):
 
 
 def test_timer_option_reaches_the_gpu_evaluator(monkeypatch):
-    from autotune.runner import devices, local
+    from autotune.runner import devices, kinds
     from autotune.runner.cuda_eval import CudaEvaluator
 
     made = {}
-    monkeypatch.setattr(devices, "gpus_for_arch", lambda arch: [devices.Gpu(0, "H100", (9, 0))])
-    monkeypatch.setattr(local.LocalRunner, "__init__",
-                        lambda self, indices, **kw: made.update(kw, indices=indices))
-    args = cli.build_parser().parse_args(["tune", "gemm_sm90", "--timer", "cold"])
+
+    class Pool:
+        def __init__(self, evaluator, indices, provenance, names):
+            made.update(evaluator=evaluator, indices=indices, provenance=provenance)
+
+    h100 = [devices.Gpu(0, "H100", (9, 0))]
+    monkeypatch.setattr(devices, "gpus_for_arch", lambda arch: h100)
+    monkeypatch.setattr(kinds, "gpus_for_arch", lambda arch: h100)
+    monkeypatch.setattr(kinds, "WorkerPool", Pool)
+    monkeypatch.setattr(kinds, "_scheduler", lambda builder, pool, *a, **kw: pool)
+    args = cli.build_parser().parse_args(["tune", "gemm_sm90", "--timer", "cold",
+                                          "--compile-workers", "0"])
     cli._make_runner(args, type("Space", (), {"arch": "sm_90a"})())
     assert made["indices"] == [0] and made["evaluator"].timer == "cold"
+    assert made["provenance"].detail["devices"] == ["H100"]
     with pytest.raises(ValueError, match="unknown timer 'warm'"):
         CudaEvaluator(timer="warm")

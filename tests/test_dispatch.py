@@ -2,14 +2,15 @@
 memory and on disk, the vendor fallback, and `load` with its store checks. No torch, no GPU:
 tensors are look-alikes with .shape/.dtype, kernels are recorders."""
 
+import json
 import warnings
 
 import pytest
 
 import tirx
-from autotune.dispatch import (ATTENTION_RULE, GEMM_RULE, ArtifactIndex, Dispatcher,
-                               KernelProvider, NoKernelWarning, Selector, load, next_pow2)
-from autotune.dispatch.bindings import GemmBinding
+from autotune.dispatch import ArtifactIndex, Dispatcher, KernelProvider, NoKernelWarning, Selector, load
+from autotune.ops import BucketRule, next_pow2
+from autotune.ops.gemm import GEMM
 from autotune.dispatch.prebuild import prebuild
 from autotune.spaces.base import Problem, SearchSpace
 from autotune.store import ConfigStore, Entry, Gpu, StoreMismatchWarning, expected_header
@@ -41,7 +42,7 @@ class FakeTensor:
 class FakeGemmSpace(SearchSpace):
     """Legal: blk <= N. Default config marks itself."""
 
-    name, kernel, arch = "fake_gemm", "gemm", "sm_90a"
+    name, arch, op = "fake_gemm", "sm_90a", GEMM
 
     def parameters(self, problem):
         return {}
@@ -96,8 +97,9 @@ def make_dispatcher(tmp_path, stored=(), buildable=True, space=None):
     def build(space, problem, config, index):
         if not buildable:
             return None
-        built.append((problem.key, config))
-        return index.add(space.name, problem, config, dummy_artifact(f"a{len(built)}"))
+        built.append((problem.key, config))  # as build_with_tirx: indexed by its binary problem
+        return index.add(space.name, space.binary_problem(problem), config,
+                         dummy_artifact(f"a{len(built)}"))
 
     loaded = []
 
@@ -106,8 +108,8 @@ def make_dispatcher(tmp_path, stored=(), buildable=True, space=None):
         return Recorder(path)
 
     provider = KernelProvider(space, index, load_kernel, build)
-    op = Dispatcher(space, Selector(entries(*stored), GEMM_RULE, space.default_config),
-                    provider, GemmBinding())
+    op = Dispatcher(space, Selector(entries(*stored), GEMM.bucket, space.default_config),
+                    provider)
     return op, built, loaded
 
 
@@ -130,11 +132,19 @@ def test_next_pow2(n, want):
     (gemm(16), gemm(16, dtype="float16"), False),  # and the dtype
 ])
 def test_gemm_bucket(a, b, same):
-    assert (GEMM_RULE.bucket(a) == GEMM_RULE.bucket(b)) is same
+    assert (GEMM.bucket.bucket(a) == GEMM.bucket.bucket(b)) is same
 
 
-def attn(s, h=32, h_kv=8, d=128, causal=1, b=1):
-    return Problem.of("bfloat16", B=b, H=h, H_kv=h_kv, S=s, D=d, causal=causal)
+# An attention op's rule, as the attention plugins declare theirs: the sequence length bucketed,
+# head_dim, causal and the GQA ratio (derived from the head counts) fixed.
+ATTENTION_RULE = BucketRule(
+    same=("head_dim", "causal", "gqa"), pow2=("seqlen_q",),
+    derive=lambda f: {"gqa": f["heads_q"] // f["heads_kv"]})
+
+
+def attn(s, h=32, h_kv=8, d=128, causal=True, b=1):
+    return Problem.of("bfloat16", batch=b, seqlen_q=s, seqlen_k=s, heads_q=h, heads_kv=h_kv,
+                      head_dim=d, causal=causal)
 
 
 @pytest.mark.parametrize("a, b, same", [
@@ -144,7 +154,7 @@ def attn(s, h=32, h_kv=8, d=128, causal=1, b=1):
     (attn(1000, h=32, h_kv=8), attn(1000, h=16, h_kv=4), True),  # same GQA ratio
     (attn(1000, h=32, h_kv=8), attn(1000, h=32, h_kv=32), False),
     (attn(1000, d=128), attn(1000, d=64), False),
-    (attn(1000, causal=1), attn(1000, causal=0), False),
+    (attn(1000, causal=True), attn(1000, causal=False), False),
 ])
 def test_attention_bucket(a, b, same):
     assert (ATTENTION_RULE.bucket(a) == ATTENTION_RULE.bucket(b)) is same
@@ -169,14 +179,14 @@ TUNED = (gemm(16), gemm(64), gemm(128), gemm(4096), gemm(16, n=14336, k=4096),
 ])
 def test_selection_first_choice(query, reason, tuned):
     space = FakeGemmSpace()
-    first = Selector(entries(*TUNED), GEMM_RULE, space.default_config).choices(query)[0]
+    first = Selector(entries(*TUNED), GEMM.bucket, space.default_config).choices(query)[0]
     assert (first.reason, first.tuned) == (reason, tuned.key if tuned else None)
     if reason == "default":
         assert first.config == space.default_config(query)
 
 
 def test_selection_order_is_exact_bucket_nearest_default():
-    choices = Selector(entries(gemm(16), gemm(9), gemm(12), gemm(64)), GEMM_RULE,
+    choices = Selector(entries(gemm(16), gemm(9), gemm(12), gemm(64)), GEMM.bucket,
                        FakeGemmSpace().default_config).choices(gemm(12))
     assert [(c.reason, c.tuned) for c in choices] == [
         ("exact", gemm(12).key), ("bucket", gemm(9).key), ("bucket", gemm(16).key),
@@ -184,7 +194,7 @@ def test_selection_order_is_exact_bucket_nearest_default():
 
 
 def test_no_store_means_default():
-    choices = Selector({}, GEMM_RULE, FakeGemmSpace().default_config).choices(gemm(7))
+    choices = Selector({}, GEMM.bucket, FakeGemmSpace().default_config).choices(gemm(7))
     assert [c.reason for c in choices] == ["default"]
 
 
@@ -287,8 +297,8 @@ def test_a_failing_build_falls_through_to_the_next_choice(tmp_path):
             raise RuntimeError("nvrtc: boom")
         return index.add(space.name, problem, config, dummy_artifact("d"))
 
-    op = Dispatcher(space, Selector(entries(gemm(16)), GEMM_RULE, space.default_config),
-                    KernelProvider(space, index, Recorder, build), GemmBinding())
+    op = Dispatcher(space, Selector(entries(gemm(16)), GEMM.bucket, space.default_config),
+                    KernelProvider(space, index, Recorder, build))
     with pytest.warns(NoKernelWarning, match="boom"):
         assert op.route(FakeTensor(16, 4096), FakeTensor(4096, 4096)).reason == "default"
 
@@ -418,3 +428,20 @@ def test_parallel_prebuild_compiles_in_workers_and_indexes_here(tmp_path, monkey
     for problem in problems:
         compiled = space.compile_config(space.default_config(problem))
         assert index.lookup(space.name, problem, compiled) is not None
+
+
+class RuntimeMGemmSpace(FakeGemmSpace):
+    """M is read off the tensors at launch: one binary serves every M of an (N, K)."""
+
+    runtime_fields = ("M",)
+
+
+def test_runtime_fields_share_one_binary_across_problems(tmp_path):
+    op, built, loaded = make_dispatcher(tmp_path, space=RuntimeMGemmSpace())
+    for m in (1, 7, 300):
+        op(FakeTensor(m, 4096), FakeTensor(4096, 4096))
+    assert len(op.routes) == 3 and len(built) == 1 and len(loaded) == 1
+    index = json.loads((tmp_path / "artifacts" / "index.json").read_text())
+    assert [key.split("|")[1] for key in index] == ["N=4096,K=4096,dtype=bfloat16"]
+    op(FakeTensor(8, 4096), FakeTensor(1024, 4096))  # another N: another binary
+    assert len(built) == 2

@@ -14,7 +14,7 @@ from autotune.spaces.gemm_sm100 import GemmSm100Space
 from autotune.store import template_hash
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORD = ROOT / "studies" / "results" / "gemm_sm100_compile_sweep.jsonl"
+RECORD = ROOT / "studies" / "2026-11-22-gemm-sm100-compile-sweep" / "gemm_sm100_compile_sweep.jsonl"
 RERUN = ".venv/bin/python scripts/sweep_gemm_sm100_compile.py --jobs <cores>"
 SPACE = GemmSm100Space()
 PROBLEM = SPACE.parse_problem("4000x4096x4096")

@@ -87,10 +87,19 @@ def test_illegal_configs_name_the_broken_rule(overrides, reason):
 
 def test_every_split_k_rank_stores_whole_accumulator_pairs():
     # The template stores accumulators in (col, col+1) pairs and gives each split-K rank an
-    # equal share: every offered tile width must split evenly, for every split.
+    # equal share: a tile width that does not split evenly is refused by name (16 columns of
+    # one m64 atom, 8 accumulators, cannot be shared by 8 ranks), never compiled.
+    refused = set()
     for wg_m, blk_n, split_k in itertools.product(KNOBS["wg_m"], KNOBS["blk_n"], KNOBS["split_k"]):
-        acc = accumulator_regs(kernel_config(_config(wg_m=wg_m, blk_n=blk_n)))
-        assert acc % (2 * split_k) == 0, (wg_m, blk_n, split_k)
+        config = _config(wg_m=wg_m, blk_n=blk_n, split_k=split_k, consumers=1, persistent=False,
+                         epilogue="reg", stages=2)
+        acc = accumulator_regs(kernel_config(config))
+        named = any("equal shares" in v for v in SPACE.violations(config, BIG))
+        assert named == (acc % (2 * split_k) != 0), (wg_m, blk_n, split_k)
+        if named:
+            refused.add((wg_m, blk_n, split_k))
+    assert (64, 16, 8) in refused and (64, 32, 8) not in refused
+    assert not {r for r in refused if r[2] < 8}  # every offered width splits 2 and 4 ways
 
 
 def test_split_k_needs_a_k_tile_per_rank_and_counts_its_partials_in_smem():
@@ -220,12 +229,45 @@ def test_seed_configs_are_legal_neighbours_of_the_default(shape):
     assert {c["l2_evict"] for c in seeds} - {default["l2_evict"]}
 
 
-@pytest.mark.parametrize("N, blk_n", [(6144, 48), (28672, 224), (1024, 16)])
-def test_skinny_default_fills_one_wave_unswapped_when_split_k_does_not_apply(N, blk_n):
-    problem = SPACE.parse_problem(f"128x{N}x4096")
+@pytest.mark.parametrize("shape, blk_n", [("128x6144x4096", 96), ("96x2560x2560", 48),
+                                          ("128x4096x4096", 64), ("128x28672x4096", 256)])
+def test_skinny_default_takes_64_row_tiles_of_one_consumer_filling_one_wave(shape, blk_n):
+    problem = SPACE.parse_problem(shape)
     config = SPACE.default_config(problem)
-    if 2 * -(-N // 64) <= 132:  # few tiles: split-K instead
-        assert config["split_k"] == 2 and config["swap_ab"]
-        return
-    assert (config["swap_ab"], config["blk_n"], config["epilogue"]) == (False, blk_n, "tma")
-    assert geometry(128, N, 4096, kernel_config(config)).total <= 132
+    assert (config["swap_ab"], config["wg_m"], config["consumers"]) == (False, 64, 1)
+    assert (config["blk_n"], config["epilogue"], config["split_k"]) == (blk_n, "tma", 1)
+    grid = geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid
+    # one wave where BLK_N <= 256 allows it (28672 columns need two)
+    assert grid <= 132 or blk_n == 256
+
+
+@pytest.mark.parametrize("shape, split", [("128x1024x4096", 2), ("192x1536x2048", 1),
+                                          ("256x1000x4096", 1), ("256x2048x8192", 1),
+                                          ("2048x512x4096", 1)])
+def test_few_tile_default_takes_64_row_tiles_of_one_consumer(shape, split):
+    # where the shape-class rules would leave most SMs idle (small N), narrower tiles and,
+    # under 48 of them, split-K fill at least 48 SMs
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert (config["wg_m"], config["consumers"], config["split_k"]) == (64, 1, split)
+    assert config["epilogue"] == ("tma" if split == 1 else "reg") and config["blk_n"] >= 48
+    assert geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid >= 48
+
+
+@pytest.mark.parametrize("shape, split", [("64x768x4096", 4), ("16x1024x4096", 4),
+                                          ("48x1280x2560", 4), ("8x520x4096", 4),
+                                          ("1x2048x2048", 1), ("1x4096x4096", 1)])
+def test_decode_default_splits_k_only_under_24_weight_tiles(shape, split):
+    # split-K until >= 48 CTAs stream B, at most 4 ways (8 was slower where measured)
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert config["swap_ab"] and config["split_k"] == split
+
+
+def test_large_default_narrows_tiles_that_fill_one_wave_badly():
+    # 4096x640: 96 tiles of 128x256 in one wave of 132 SMs, 5/6 of their columns inside N;
+    # 128 tiles of 128x160 fill the wave and N. Shapes of many waves keep 256.
+    narrow = SPACE.default_config(SPACE.parse_problem("4096x640x2048"))
+    assert (narrow["blk_n"], narrow["cluster"], narrow["persistent"]) == (160, "2x1", True)
+    for shape in ("4096x4096x4096", "8192x28672x4096", "2048x2048x2048"):
+        assert SPACE.default_config(SPACE.parse_problem(shape))["blk_n"] == 256

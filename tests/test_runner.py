@@ -2,12 +2,17 @@
 candidates (synthetic evaluator in real worker processes)."""
 
 import math
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 
-from autotune.runner import (Candidate, Cause, CompileOnlyRunner, LocalRunner, RecordedTable,
-                             SimulatedRunner, compile_candidate)
+from autotune.runner import (Candidate, Cause, InlineBuilder, NoDevices, ProcessBuilder,
+                             Provenance, RecordedTable, ReplayDevices, Scheduler, WorkerPool,
+                             compile_candidate, compile_nothing)
 from autotune.runner.timing import input_sets_needed, interleaved
 from autotune.runner.validate import check_outputs, poison
 from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
@@ -24,6 +29,12 @@ PROBLEM = SPACE.parse_problem("128x48x32")
 
 def cand(**config):
     return Candidate(SPACE, config, PROBLEM)
+
+
+def local(devices=(0,), builder=None, timeout_s=2.0):
+    """Synthetic 'GPUs' in isolated worker processes."""
+    pool = WorkerPool(SyntheticEvaluator(), list(devices), Provenance("measured"))
+    return Scheduler(builder or InlineBuilder(stub_compile), pool, timeout_s=timeout_s)
 
 
 def test_poisoned_unwritten_output_fails_validation():
@@ -65,10 +76,9 @@ def test_local_runner_survives_hangs_and_crashes():
                   cand(block_m=16, block_n=16, stages=4),  # wrong values
                   cand(block_m=128, block_n=16, stages=1),  # compile error
                   cand(**GOOD)]
-    with LocalRunner([0], evaluator=SyntheticEvaluator(), compiler=stub_compile,
-                     compile_workers=1, timeout_s=2.0) as runner:
+    with local(builder=ProcessBuilder(stub_compile, 1)) as runner:
         results = runner.run(candidates)
-        restarts = runner.workers[0].restarts
+        restarts = runner.pool.restarts
     causes = [r.cause for r in results]
     assert causes == [Cause.TIMEOUT, None, Cause.CRASH, Cause.CUDA_ERROR, Cause.VALIDATION,
                       Cause.VALIDATION, Cause.COMPILE, None]
@@ -79,14 +89,15 @@ def test_local_runner_survives_hangs_and_crashes():
 
 
 def test_local_runner_uses_every_gpu():
-    with LocalRunner([0, 1], evaluator=SyntheticEvaluator(), compiler=stub_compile,
-                     compile_workers=0, timeout_s=5.0) as runner:
-        assert runner.slots == 2
+    with local([0, 1], timeout_s=5.0) as runner:
+        assert runner.slots == 3  # two devices and the in-process builder
         runner.submit(Candidate(SPACE, GOOD, PROBLEM, tag="a"))
-        runner.submit(Candidate(SPACE, GOOD, PROBLEM, tag="b"))
-        assert sum(w.busy for w in runner.workers) == 0  # dispatched on collect
-        runner._dispatch()
-        assert all(w.busy for w in runner.workers)
+        runner.submit(Candidate(SPACE, dict(GOOD, stages=2), PROBLEM, tag="b"))
+        assert runner.pool.busy == 0  # dispatched on collect
+        runner._pump()
+        runner._harvest()
+        runner._pump()
+        assert all(w.busy for w in runner.pool.workers)
         tags = set()
         while runner.in_flight:
             tags |= {r.tag for r in runner.collect()}
@@ -94,7 +105,7 @@ def test_local_runner_uses_every_gpu():
 
 
 def test_compile_only_runner_reports_resources_and_no_time():
-    with CompileOnlyRunner(compiler=stub_compile, compile_workers=0) as runner:
+    with Scheduler(InlineBuilder(stub_compile), NoDevices()) as runner:
         assert runner.timed is False
         ok, bad = runner.run([cand(**GOOD), cand(block_m=128, block_n=16, stages=2)])
     assert ok.ok and ok.timing is None and ok.resources["smem_bytes"] == 36864
@@ -105,13 +116,14 @@ def test_simulated_runner_replays_table(tmp_path):
     path = tmp_path / "table.csv"
     SPACE.recorded_frame(PROBLEM).to_csv(path, index=False)
     table = RecordedTable.from_csv(str(path))
-    runner = SimulatedRunner(table)
+    runner = Scheduler(InlineBuilder(compile_nothing), ReplayDevices(table))
     good, hang, missing = runner.run([cand(**GOOD), cand(block_m=32, block_n=128, stages=2),
                                       cand(block_m=128, block_n=128, stages=4)])
     assert good.time_ms == pytest.approx(SPACE.model_time_ms(GOOD))
     assert hang.cause is Cause.TIMEOUT
     assert missing.cause is Cause.NOT_RECORDED  # illegal configs are not in the table
-    assert runner.measured[0] == GOOD
+    assert runner.pool.measured[0] == GOOD
+    assert runner.provenance.kind == "replayed" and runner.timed
 
 
 class RuntimeStagesSpace(SyntheticSpace):
@@ -131,7 +143,7 @@ def test_configs_differing_in_runtime_knobs_compile_once():
     bad = {"block_m": 128, "block_n": 16}
     candidates = ([Candidate(space, dict(GOOD, stages=s), PROBLEM) for s in (1, 2, 3)]
                   + [Candidate(space, dict(bad, stages=s), PROBLEM) for s in (1, 2)])
-    with CompileOnlyRunner(compiler=counting, compile_workers=0) as runner:
+    with Scheduler(InlineBuilder(counting), NoDevices()) as runner:
         results = runner.run(candidates)
     assert compiled == [dict(GOOD, stages=1), dict(bad, stages=1)]  # one compile per class
     assert [r.cause for r in results] == [None] * 3 + [Cause.COMPILE] * 2
@@ -144,3 +156,72 @@ def test_interleaved_rounds_time_everything_once_per_round_in_rotated_order():
     out = interleaved({n: (lambda n=n: calls.append(n) or len(calls)) for n in "abc"}, rounds=3)
     assert calls == list("abc" "bca" "cab")
     assert out == {"a": [1, 6, 8], "b": [2, 4, 9], "c": [3, 5, 7]}
+
+
+_DRIVER_WITH_WORKERS = """
+import time
+from autotune.runner import Candidate, ProcessBuilder, Provenance, Scheduler, WorkerPool
+from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
+space = SyntheticSpace(faults={"hang": [{"block_m": 32}]})
+runner = Scheduler(ProcessBuilder(stub_compile, 2),
+                   WorkerPool(SyntheticEvaluator(), [0, 1], Provenance("measured")), timeout_s=600)
+runner.submit(Candidate(space, {"block_m": 32, "block_n": 16, "stages": 1},
+                        space.parse_problem("128x48x32")))
+runner.collect(timeout=1)  # compiled; a device worker now hangs in it
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def _alive_descendants(pid: int) -> set[int]:
+    """Processes below `pid` (by /proc's parent links) that are not zombies."""
+    parents, states = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            states[int(entry)], parents[int(entry)] = fields[0], int(fields[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - out
+        out |= frontier
+    return {p for p in out if states.get(p) != "Z"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_driver_leaves_no_processes():
+    proc = subprocess.Popen([sys.executable, "-c", _DRIVER_WITH_WORKERS], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        workers = _alive_descendants(proc.pid)
+        assert len(workers) >= 4  # two compile and two device workers (and mp's tracker)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and {p for p in workers if os.path.exists(f"/proc/{p}")
+                                           and _alive_descendants(1) & {p}}:
+        time.sleep(0.2)
+    left = {p for p in workers if p in _alive_descendants(1)}
+    assert not left, f"left behind: {left}"
+
+
+class RuntimeMSpace(SyntheticSpace):
+    runtime_fields = ("M",)
+
+
+def test_problems_differing_in_runtime_fields_compile_once():
+    space = RuntimeMSpace()
+    compiled = []
+
+    def counting(space, config, problem, cache_dir=None):
+        compiled.append(problem.key)
+        return stub_compile(space, config, problem, cache_dir)
+
+    problems = [space.parse_problem(f"{m}x48x32") for m in (64, 128, 256)]
+    with Scheduler(InlineBuilder(counting), NoDevices()) as runner:
+        results = runner.run([Candidate(space, GOOD, p) for p in problems])
+    assert [r.cause for r in results] == [None] * 3 and len(compiled) == 1

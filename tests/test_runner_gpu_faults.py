@@ -8,7 +8,7 @@ pytest.importorskip("tvm")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")]
 
-from autotune.runner import Candidate, Cause, LocalRunner  # noqa: E402
+from autotune.runner import Candidate, Cause, RunnerOptions, make_runner  # noqa: E402
 
 from faulty_space import FaultySpace  # noqa: E402
 
@@ -21,9 +21,10 @@ def candidates(*behaviors):
 
 
 def test_hang_and_fault_are_survived(tmp_path):
-    with LocalRunner([0], timeout_s=15, compile_workers=1, cache_dir=str(tmp_path)) as runner:
+    options = RunnerOptions(devices=[0], timeout_s=15, compile_workers=1, cache_dir=str(tmp_path))
+    with make_runner("local", SPACE, options) as runner:
         results = runner.run(candidates("ok", "hang", "ok", "fault", "ok"))
-        restarts = runner.workers[0].restarts
+        restarts = runner.pool.restarts
     causes = [r.cause for r in results]
     assert causes[0] is None and causes[2] is None and causes[4] is None, results
     assert causes[1] is Cause.TIMEOUT
@@ -34,11 +35,12 @@ def test_hang_and_fault_are_survived(tmp_path):
 
 
 def test_ray_runner_survives_them_too(tmp_path):
-    pytest.importorskip("ray")
-    from autotune.runner import RayRunner
-
-    with RayRunner(gpus=1, timeout_s=15, cache_dir=str(tmp_path), init_kwargs={"num_cpus": 4}) as runner:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    options = RunnerOptions(devices=[0], timeout_s=15, cache_dir=str(tmp_path))
+    with make_runner("ray", SPACE, options) as runner:
         results = runner.run(candidates("hang", "ok", "fault", "ok"))
     causes = [r.cause for r in results]
     assert causes[0] is Cause.TIMEOUT and causes[1] is None and causes[3] is None, results
     assert causes[2] in (Cause.CUDA_ERROR, Cause.CRASH), results[2]
+    ray.shutdown()

@@ -18,23 +18,26 @@ GOOD = {"block_m": 64, "block_n": 32, "stages": 3}
 
 @pytest.fixture(scope="module")
 def runner():
-    from autotune.runner import RayRunner
+    from autotune.runner import RunnerOptions, make_runner
 
-    runner = RayRunner(evaluator=SyntheticEvaluator(), compiler=stub_compile, timeout_s=4.0,
-                       init_kwargs={"num_cpus": 2, "num_gpus": 2})
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
+    runner = make_runner("ray", SPACE, RunnerOptions(evaluator=SyntheticEvaluator(),
+                                                     compiler=stub_compile, timeout_s=4.0))
     yield runner
     runner.close()
-    assert not ray.is_initialized()
+    assert ray.is_initialized()  # a cluster the runner did not start is left running
+    ray.shutdown()
 
 
 def test_actor_per_gpu_and_isolation(runner):
-    assert len(runner._actors) == 2 and runner.slots == 4
+    assert runner.pool.slots == 2 and runner.builder.slots == 2 and runner.slots == 4
     results = runner.run([Candidate(SPACE, c, PROBLEM) for c in (
         {"block_m": 32, "block_n": 128, "stages": 2}, GOOD,
         {"block_m": 16, "block_n": 64, "stages": 2}, GOOD)])
     assert [r.cause for r in results] == [Cause.TIMEOUT, None, Cause.CRASH, None]
     assert results[1].time_ms == SPACE.model_time_ms(GOOD)
-    assert runner.restarts == 2
+    assert runner.pool.restarts == 2
+    assert {r.device for r in results} == {None}  # logical GPUs have no name
 
 
 def test_study_through_ray(runner, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from autotune.spaces.base import Problem
 from autotune.store import (ConfigStore, CorruptStoreError, Entry, Gpu, Header, MergeConflict,
                             StoreMismatchWarning, load_compatible, merge, merge_into,
-                            problem_from_key, store_path, template_hash)
+                            store_path, template_hash)
 
 HEADER = Header(space="gemm_sm90", kernel="gemm", arch="sm_90a", device="NVIDIA H200",
                 template="abc123", driver="13.0", cuda="13.0", tvm="0.27.0.post1")
@@ -51,9 +51,21 @@ def test_empty_store_round_trips():
 
 def test_problem_key_round_trip():
     p = Problem.of("float16", M=3, N=8, K=16)
-    assert problem_from_key(p.key) == p
+    assert Problem.from_key(p.key) == p
     with pytest.raises(ValueError):
-        problem_from_key("M=3,N=8")
+        Problem.from_key("M=3,N=8")
+
+
+def test_problem_flags_round_trip_and_keep_their_type():
+    p = Problem.of("bfloat16", seqlen=4096, head_dim=128, causal=True)
+    assert p.key == "seqlen=4096,head_dim=128,causal=true,dtype=bfloat16"
+    back = Problem.from_key(p.key)
+    assert back == p and back["causal"] is True and back.flags == {"causal": True}
+    assert back.sizes == {"seqlen": 4096, "head_dim": 128}
+    with pytest.raises(ValueError, match="neither an integer nor true/false"):
+        Problem.from_key("seqlen=4k,dtype=bfloat16")
+    with pytest.raises(ValueError, match="neither an integer nor a flag"):
+        Problem.of("bfloat16", scale=0.5)
 
 
 @pytest.mark.parametrize("text, why", [

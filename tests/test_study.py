@@ -13,10 +13,12 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autotune.runner import CompileOnlyRunner, LocalRunner, RecordedTable, SimulatedRunner
+from autotune.runner import (InlineBuilder, NoDevices, Provenance, RecordedTable, Scheduler,
+                             WorkerPool, replay)
 from autotune.study import (best_configs, make_sampler, open_storage, open_study, study_name,
                             trials_table, tune, tune_problem)
 from autotune.study import proposals as proposals_module
+from autotune.study.driver import counts
 from autotune.study.proposals import Proposals
 from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
 
@@ -29,6 +31,11 @@ PROBLEM = SPACE.parse_problem("128x48x32")
 SKINNY = SPACE.parse_problem("16x48x32")  # every block_m but 16 is illegal: most of the space
 
 
+def _counted(trials):
+    """The trials that spent the budget: configs measured (not duplicates)."""
+    return [t for t in trials if counts(t)]
+
+
 def _key(config):
     return tuple(sorted(config.items()))
 
@@ -39,7 +46,10 @@ def storage(tmp_path):
 
 
 def _runner(slots=1, delay_s=0.0, problem=PROBLEM):
-    return SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(problem)), slots, delay_s)
+    return replay(RecordedTable.from_frame(SPACE.recorded_frame(problem)), slots, delay_s)
+
+
+REPLAYED = Provenance("replayed")  # study names tell only the kind
 
 
 def _legal(trials, problem=PROBLEM):
@@ -54,7 +64,7 @@ def test_tpe_study_finds_the_known_best(storage):
     assert summary.best.params == SPACE.known_best(PROBLEM)
     assert summary.best.value == pytest.approx(SPACE.model_time_ms(SPACE.known_best(PROBLEM)))
     trials = summary.study.get_trials()
-    assert len(trials) == summary.finished == 45
+    assert len(_counted(trials)) == summary.finished == 45
     # Failures are recorded with their cause and the study went on past them.
     failed = [t for t in trials if t.state == TrialState.FAIL]
     assert failed and all(t.user_attrs["cause"] in {"timeout", "crash", "validation", "compile"}
@@ -71,9 +81,9 @@ def test_default_first_illegal_refused_duplicates_served(storage):
     assert trials[0].user_attrs["source"] == "default"
     # Illegal proposals are counted, not stored; the budget counts configs tried.
     assert summary.outcomes["illegal"] > 0 and _legal(trials)
-    assert summary.finished == len(trials) == 60 and summary.stopped is None
-    measured = [_key(c) for c in runner.measured]
-    assert not any(SPACE.violations(c, PROBLEM) for c in runner.measured)  # never reached a GPU
+    assert summary.finished == len(_counted(trials)) == 60 and summary.stopped is None
+    measured = [_key(c) for c in runner.pool.measured]
+    assert not any(SPACE.violations(c, PROBLEM) for c in runner.pool.measured)  # never reached a GPU
     assert len(measured) == len(set(measured)) == summary.measured  # nothing measured twice
     duplicates = [t for t in trials if "duplicate_of" in t.user_attrs]
     assert duplicates  # 60 random draws from a small space repeat themselves
@@ -85,12 +95,12 @@ def test_default_first_illegal_refused_duplicates_served(storage):
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_a_mostly_illegal_space_stores_only_legal_trials(storage, sampler):
     runner = _runner(slots=2, problem=SKINNY)
-    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=20,
+    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=12,
                            sampler=make_sampler(sampler, seed=0), retime_best=False)
     trials = summary.study.get_trials()
-    assert summary.finished == len(trials) == 20 and _legal(trials, SKINNY)
+    assert summary.finished == len(_counted(trials)) == 12 and _legal(trials, SKINNY)
     assert summary.outcomes["illegal"] > 0  # 3 in 4 configs are illegal
-    assert not any(SPACE.violations(c, SKINNY) for c in runner.measured)
+    assert not any(SPACE.violations(c, SKINNY) for c in runner.pool.measured)
 
 
 def test_a_sampler_that_finds_no_legal_config_stops(storage, monkeypatch):
@@ -101,7 +111,7 @@ def test_a_sampler_that_finds_no_legal_config_stops(storage, monkeypatch):
     runner = _runner()
     summary = tune_problem(SPACE, tiny, runner, storage=storage, trials=10,
                            sampler=make_sampler("tpe", seed=0))
-    assert summary.finished == 0 and not runner.measured and summary.best is None
+    assert summary.finished == 0 and not runner.pool.measured and summary.best is None
     assert summary.stopped.startswith("the sampler proposed 30 illegal configs in a row")
     assert "block_m=" in summary.stopped and "exceeds M=8" in summary.stopped
     # Only the enqueued default reached the storage (told illegal); the draws stayed in memory.
@@ -112,6 +122,18 @@ def test_a_sampler_that_finds_no_legal_config_stops(storage, monkeypatch):
     assert "\n  stopped: the sampler proposed 30 illegal configs in a row" in lines
 
 
+def test_a_budget_beyond_the_legal_space_stops(storage, monkeypatch):
+    from autotune.study import driver
+
+    monkeypatch.setattr(driver, "DUPLICATES_IN_A_ROW", 20)
+    runner = _runner(problem=SKINNY)  # 16 legal configs, a budget of 30
+    summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=30,
+                           sampler=make_sampler("random", seed=0), retime_best=False, final_top=0)
+    assert summary.stopped.startswith("the sampler proposed 20 measured configs in a row")
+    measured = [_key(c) for c in runner.pool.measured]
+    assert len(measured) == len(set(measured)) == summary.finished <= 16
+
+
 def test_brute_force_ends_when_every_config_is_proposed(storage):
     runner = _runner(problem=SKINNY)
     summary = tune_problem(SPACE, SKINNY, runner, storage=storage, trials=100,
@@ -119,40 +141,42 @@ def test_brute_force_ends_when_every_config_is_proposed(storage):
                            final_top=0)
     legal = {_key(c) for c in SPACE.legal_configs(SKINNY)}
     assert summary.stopped == "the sampler has proposed every config of the space"
-    assert sorted(_key(c) for c in runner.measured) == sorted(legal)  # each once
-    assert summary.finished == len(summary.study.get_trials()) == len(legal)
+    assert sorted(_key(c) for c in runner.pool.measured) == sorted(legal)  # each once
+    assert summary.finished == len(_counted(summary.study.get_trials())) == len(legal)
 
 
 def test_new_best_is_retimed(storage):
     runner = _runner()
     summary = tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=1)
-    assert [_key(c) for c in runner.measured] == [_key(SPACE.default_config(PROBLEM))] * 2
+    assert [_key(c) for c in runner.pool.measured] == [_key(SPACE.default_config(PROBLEM))] * 2
     attrs = summary.best.user_attrs
     assert attrs["first_time_ms"] == attrs["retime_ms"] == summary.best.value
 
 
-@pytest.mark.parametrize("problem", [PROBLEM, SKINNY], ids=["wide", "skinny"])
-def test_restarted_study_does_not_remeasure(storage, problem):
+# SKINNY has 16 legal configs: budgets within them (duplicates do not count).
+@pytest.mark.parametrize("problem, first_n, then_n", [(PROBLEM, 12, 25), (SKINNY, 6, 14)],
+                         ids=["wide", "skinny"])
+def test_restarted_study_does_not_remeasure(storage, problem, first_n, then_n):
     first = _runner(slots=2, problem=problem)
-    tune_problem(SPACE, problem, first, storage=storage, trials=12,
+    tune_problem(SPACE, problem, first, storage=storage, trials=first_n,
                  sampler=make_sampler("tpe", seed=1), retime_best=False)
     second = _runner(slots=2, problem=problem)
-    summary = tune_problem(SPACE, problem, second, storage=storage, trials=25,
+    summary = tune_problem(SPACE, problem, second, storage=storage, trials=then_n,
                            sampler=make_sampler("tpe", seed=1), retime_best=False, final_top=0)
     trials = summary.study.get_trials()
-    assert summary.finished == 25 and len(trials) == 25 and _legal(trials, problem)
-    again = {_key(c) for c in first.measured} & {_key(c) for c in second.measured}
+    assert summary.finished == then_n and len(_counted(trials)) == then_n and _legal(trials, problem)
+    again = {_key(c) for c in first.pool.measured} & {_key(c) for c in second.pool.measured}
     assert not again
 
 
 _KILLED_DRIVER = textwrap.dedent("""
     import sys
-    from autotune.runner import RecordedTable, SimulatedRunner
+    from autotune.runner import RecordedTable, replay
     from autotune.study import make_sampler, open_storage, tune_problem
     from autotune.testing.synthetic import SyntheticSpace
     space = SyntheticSpace(faults={faults!r})
     problem = space.parse_problem("128x48x32")
-    runner = SimulatedRunner(RecordedTable.from_frame(space.recorded_frame(problem)), 2, 0.3)
+    runner = replay(RecordedTable.from_frame(space.recorded_frame(problem)), 2, 0.3)
     tune_problem(space, problem, runner, storage=open_storage(sys.argv[1]), trials=30,
                  sampler=make_sampler("tpe", seed=2), retime_best=False)
 """)
@@ -168,7 +192,7 @@ def test_killed_driver_resumes(tmp_path):
         while time.monotonic() < deadline and len(done) < 6:
             time.sleep(0.3)
             try:
-                study = optuna.load_study(study_name=study_name(SPACE, PROBLEM),
+                study = optuna.load_study(study_name=study_name(SPACE, PROBLEM, REPLAYED),
                                           storage=open_storage(url))
                 done = [t for t in study.get_trials() if "outcome" in t.user_attrs]
             except KeyError:  # the study does not exist yet
@@ -186,7 +210,7 @@ def test_killed_driver_resumes(tmp_path):
     summary = tune_problem(SPACE, PROBLEM, runner, storage=open_storage(url), trials=30,
                            sampler=make_sampler("tpe", seed=2), retime_best=False, final_top=0)
     assert summary.finished == 30
-    assert not {_key(t.params) for t in before.values()} & {_key(c) for c in runner.measured}
+    assert not {_key(t.params) for t in before.values()} & {_key(c) for c in runner.pool.measured}
     after = {t.number: t for t in summary.study.get_trials()}
     for number, trial in before.items():  # untouched: same state, value, completion time
         assert (after[number].state, after[number].value, after[number].datetime_complete) == \
@@ -202,7 +226,7 @@ def test_fixed_parameters(storage):
 
 
 def test_compile_only_study_is_honest(storage):
-    runner = CompileOnlyRunner(compiler=stub_compile, compile_workers=0)
+    runner = Scheduler(InlineBuilder(stub_compile), NoDevices())
     summary = tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=12,
                            sampler=make_sampler("random", seed=0))
     assert summary.study.study_name.endswith("/compile-only") and summary.best is None
@@ -216,7 +240,7 @@ def test_compile_only_study_is_honest(storage):
 
 
 def test_study_with_isolated_workers(storage):
-    # The real LocalRunner: a hanging and a crashing candidate are killed; the study finishes.
+    # Isolated device workers: a hanging and a crashing candidate are killed; the study finishes.
     space = SyntheticSpace(faults={"hang": [{"block_m": 16, "block_n": 32}],
                                    "crash": [{"block_m": 32, "block_n": 16}]})
     order = [{"block_m": 16, "block_n": 32, "stages": 2}, {"block_m": 32, "block_n": 16, "stages": 2},
@@ -225,8 +249,9 @@ def test_study_with_isolated_workers(storage):
                                 direction="minimize")
     for config in order:
         study.enqueue_trial(config)
-    with LocalRunner([0], evaluator=SyntheticEvaluator(), compiler=stub_compile,
-                     compile_workers=0, timeout_s=2.0) as runner:
+    with Scheduler(InlineBuilder(stub_compile),
+                   WorkerPool(SyntheticEvaluator(), [0], Provenance("measured")),
+                   timeout_s=2.0) as runner:
         summary = tune_problem(space, PROBLEM, runner, storage=storage, trials=4)
     outcomes = collections.Counter(t.user_attrs["outcome"] for t in summary.study.get_trials())
     assert outcomes["timeout"] == 1 and outcomes["crash"] == 1 and outcomes["ok"] == 2
@@ -236,13 +261,13 @@ def test_study_with_isolated_workers(storage):
 def test_results_tables(storage):
     problems = [SPACE.parse_problem("128x48x32"), SPACE.parse_problem("64x48x32")]
     table = RecordedTable.from_frame(SPACE.recorded_frame(problems[0]))
-    tune(SPACE, problems, SimulatedRunner(table), storage=storage, trials=10,
+    tune(SPACE, problems, replay(table), storage=storage, trials=10,
          sampler_factory=lambda: make_sampler("brute", seed=0))
     best = best_configs(storage, "synthetic")
     assert list(best["problem"]) == sorted(p.key for p in problems) or \
         set(best["problem"]) == {p.key for p in problems}
     assert (best["trials"] == 10).all() and best["time_ms"].notna().all()
-    frame = trials_table(optuna.load_study(study_name=study_name(SPACE, problems[0]),
+    frame = trials_table(optuna.load_study(study_name=study_name(SPACE, problems[0], REPLAYED),
                                            storage=storage))
     assert len(frame) == 10 and {"params_block_m", "user_attrs_outcome", "value"} <= set(frame.columns)
 
@@ -332,34 +357,3 @@ def test_a_queued_trial_taken_by_another_driver(storage, monkeypatch, legal):
     else:  # the last refused draw: the driver tells it illegal
         assert proposals.stopped and proposals.refused == 5
         assert trial.params == proposals.shadow.get_trials()[-1].params
-
-
-_SHARING_DRIVER = textwrap.dedent("""
-    import sys
-    from autotune.runner import RecordedTable, SimulatedRunner
-    from autotune.study import make_sampler, open_storage, tune_problem
-    from autotune.testing.synthetic import SyntheticSpace
-    space = SyntheticSpace()
-    problem = space.parse_problem("16x48x32")
-    runner = SimulatedRunner(RecordedTable.from_frame(space.recorded_frame(problem)), 2, 0.05)
-    summary = tune_problem(space, problem, runner, storage=open_storage(sys.argv[1]), trials=24,
-                           sampler=make_sampler("tpe", seed=int(sys.argv[2])), retime_best=False)
-    print(summary.finished, summary.outcomes["illegal"])
-""")
-
-
-def test_two_drivers_share_a_storage(tmp_path):
-    url = f"sqlite:///{tmp_path}/shared.db"
-    open_storage(url)  # created before: two processes creating one file race (alembic)
-    procs = [subprocess.Popen([sys.executable, "-c", _SHARING_DRIVER, url, str(seed)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for seed in (1, 2)]
-    outputs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outputs]
-    for out, _ in outputs:
-        finished, illegal = map(int, out.split())
-        assert finished >= 24 and illegal > 0
-    study = optuna.load_study(study_name=study_name(SPACE, SKINNY), storage=open_storage(url))
-    trials = study.get_trials()
-    assert 24 <= len(trials) <= 48 and _legal(trials, SKINNY)
-    assert all(t.state.is_finished() for t in trials)

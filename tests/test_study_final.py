@@ -7,7 +7,8 @@ from __future__ import annotations
 import collections
 
 from autotune.cli import _summary_lines
-from autotune.runner import RecordedTable, SimulatedRunner
+from autotune.runner import RecordedTable, ReplayDevices, Scheduler, compile_nothing
+from autotune.runner.builders import InlineBuilder
 from autotune.runner.base import Cause, Result, Timing
 from autotune.store.compat import Gpu
 from autotune.store.export import store_from_studies
@@ -33,7 +34,7 @@ def _k(config) -> tuple:
     return tuple(sorted(config.items()))
 
 
-class ScriptedRunner(SimulatedRunner):
+class ScriptedDevices(ReplayDevices):
     """The recorded table, except that scripted configs take their n-th time from a list (the
     last repeats); a time of None fails that measurement."""
 
@@ -41,17 +42,20 @@ class ScriptedRunner(SimulatedRunner):
         super().__init__(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
         self.script, self.count = script, collections.Counter()
 
-    def collect(self, timeout=None):
-        results = super().collect(timeout)
-        key = _k(self.measured[-1]) if results else None
-        if key in self.script:
-            times = self.script[key]
-            t = times[min(self.count[key], len(times) - 1)]
-            self.count[key] += 1
-            tag = results[0].tag
-            results = [Result(tag, Cause.VALIDATION, "scripted failure") if t is None else
-                       Result(tag, timing=Timing(t, t, t, 1, 1, 1))]
-        return results
+    def start(self, key, job):
+        super().start(key, job)
+        config = _k(job.candidate.config)
+        if config in self.script:
+            times = self.script[config]
+            t = times[min(self.count[config], len(times) - 1)]
+            self.count[config] += 1
+            at, _ = self._running[key]
+            self._running[key] = (at, Result(None, Cause.VALIDATION, "scripted failure")
+                                  if t is None else Result(None, timing=Timing(t, t, t, 1, 1, 1)))
+
+
+def ScriptedRunner(script):
+    return Scheduler(InlineBuilder(compile_nothing), ScriptedDevices(script))
 
 
 def _runner():
@@ -73,9 +77,9 @@ def test_the_final_round_beats_the_winners_curse(tmp_path):
     final = summary.final
     assert final["rounds"] == 3 and final["medians_ms"] == {"0": 1.0, "1": 1.2, "2": 0.9}
     # Three finalists, three rounds each, after the three trials.
-    assert len(runner.measured) == 3 + 9
+    assert len(runner.pool.measured) == 3 + 9
     # Rounds rotate the order, so no finalist is always timed first.
-    firsts = [_k(runner.measured[3 + 3 * r]) for r in range(3)]
+    firsts = [_k(runner.pool.measured[3 + 3 * r]) for r in range(3)]
     assert len(set(firsts)) == 3
     (lines,) = _summary_lines(SPACE, [summary], True)
     assert "best 0.9 ms" in lines and "final round winner, median of 3" in lines
@@ -116,10 +120,10 @@ def test_a_resumed_study_runs_its_final_round_again_only_with_new_trials(tmp_pat
     _tune(storage, _runner())
     again = _runner()
     summary = _tune(storage, again)  # nothing new: the round is current
-    assert again.measured == [] and summary.best.params == STEADY
+    assert again.pool.measured == [] and summary.best.params == STEADY
     more = _runner()
     summary = _tune(storage, more, trials=6)
-    assert len(more.measured) > 3  # three new trials, then the final round again
+    assert len(more.pool.measured) > 3  # three new trials, then the final round again
     assert summary.final["last_trial"] == 5 and summary.best_time_ms == 0.9
 
 

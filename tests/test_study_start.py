@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.errors import UserError
-from autotune.runner import RecordedTable, SimulatedRunner
+from autotune.runner import RecordedTable, replay
 from autotune.study import make_sampler, open_storage, tune_problem
 from autotune.testing.synthetic import SyntheticSpace
 
@@ -25,7 +25,7 @@ PROBLEM = SPACE.parse_problem("128x48x32")
 
 
 def _tune(storage, trials, timer="rotate"):
-    runner = SimulatedRunner(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
+    runner = replay(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
     runner.timer = timer
     return tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=trials,
                         sampler=make_sampler("random", seed=0), retime_best=False)

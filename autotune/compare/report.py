@@ -84,8 +84,8 @@ def write_plots(table: pd.DataFrame, out_dir: Path, title: str) -> list[Path]:
             ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(list(range(len(labels))), labels, rotation=60, ha="right", fontsize=8)
         ax.set_ylabel(ylabel)
-        ax.set_title(f"{title}: {subtitle}")
         ax.legend()
+        fit_title(fig, ax, f"{title}: {subtitle}")
         fig.tight_layout()
         fig.savefig(out_dir / name, dpi=120)
         plt.close(fig)
@@ -97,6 +97,18 @@ def write_plots(table: pd.DataFrame, out_dir: Path, title: str) -> list[Path]:
                                         for c in ("tuned_vs_default", "tuned_vs_vendor")},
                          "speed-up of the tuned kernel (x)", "tuned vs default and vendor",
                          unit_line=True)]
+
+
+def fit_title(fig, ax, text: str) -> None:
+    """Set the axes' title, wrapped onto more lines where one would run past the figure."""
+    import textwrap
+
+    ax.set_title(text, fontsize=10)
+    fig.canvas.draw()
+    box = ax.title.get_window_extent()
+    if box.width > 0.85 * fig.bbox.width:  # the axes sit off-centre: keep a margin
+        width = max(20, int(len(text) * 0.85 * fig.bbox.width / box.width))
+        ax.set_title("\n".join(textwrap.wrap(text, width)), fontsize=10)
 
 
 def _cell(value, digits: int) -> str:
@@ -125,9 +137,10 @@ def markdown_table(table: pd.DataFrame) -> str:
 def markdown_report(table: pd.DataFrame, title: str, context: dict[str, str],
                     plots: list[Path]) -> str:
     geo = table[table.problem == GEOMEAN].iloc[0]
-    summary = (f"Geomean over {len(table) - 1} shapes: tuned is "
-               f"{_cell(geo.tuned_vs_default, 2)}x the hand-tuned default and "
-               f"{_cell(geo.tuned_vs_vendor, 2)}x the vendor library "
+    ratios = [f"{_cell(geo[c], 2)}x {what}" if not math.isnan(geo[c]) else f"no {none} times"
+              for c, what, none in (("tuned_vs_default", "the hand-tuned default", "default"),
+                                    ("tuned_vs_vendor", "the vendor library", "vendor"))]
+    summary = (f"Geomean over {len(table) - 1} shapes: tuned is {ratios[0]} and {ratios[1]} "
                "(ratios of times; > 1 means the tuned kernel is faster).")
     parts = [f"# {title}", "", *(f"- {k}: {v}" for k, v in context.items()), "", summary, "",
              markdown_table(table), ""]

@@ -3,11 +3,10 @@
 from .artifacts import ArtifactIndex, config_id
 from .dispatcher import VENDOR, Dispatcher, KernelProvider, NoKernelWarning, Route
 from .load import load, resolve_space
-from .rules import (ATTENTION_RULE, BUCKET, DEFAULT, EXACT, GEMM_RULE, NEAREST, BucketRule, Choice,
-                    Selector, next_pow2, rule_for)
+from .rules import BUCKET, DEFAULT, EXACT, NEAREST, Choice, Selector
 
 __all__ = [
-    "ATTENTION_RULE", "ArtifactIndex", "BUCKET", "BucketRule", "Choice", "DEFAULT", "Dispatcher",
-    "EXACT", "GEMM_RULE", "KernelProvider", "NEAREST", "NoKernelWarning", "Route", "Selector",
-    "VENDOR", "config_id", "load", "next_pow2", "resolve_space", "rule_for",
+    "ArtifactIndex", "BUCKET", "Choice", "DEFAULT", "Dispatcher", "EXACT", "KernelProvider",
+    "NEAREST", "NoKernelWarning", "Route", "Selector", "VENDOR", "config_id", "load",
+    "resolve_space",
 ]

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from ..spaces import get_space
-from ..store import DEFAULT_ROOT, ConfigStore, store_path
-from .artifacts import DEFAULT_DIR, ArtifactIndex
+from ..locations import artifacts_dir, store_root
+from ..store import ConfigStore, store_path
+from .artifacts import ArtifactIndex
 from .prebuild import prebuild
 
 
@@ -24,12 +25,13 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", nargs="*", default=[], help="shapes in the space's syntax")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--no-stored", action="store_true", help="skip the stores' own shapes")
-    p.add_argument("--out", default=str(DEFAULT_DIR), help=f"artifact directory ({DEFAULT_DIR})")
+    p.add_argument("--out", help="artifact directory (default $AUTOTUNE_ARTIFACTS, else "
+                   "~/.cache/autotune/dispatch)")
     p.add_argument("--procs", type=int, default=1, help="compile processes (default 1)")
     args = parser.parse_args(argv)
 
     space = get_space(args.space)
-    paths = [Path(s) for s in args.store] + [store_path(DEFAULT_ROOT, space.name, d) for d in args.device]
+    paths = [Path(s) for s in args.store] + [store_path(store_root(), space.name, d) for d in args.device]
     stores = []
     for path in paths:
         if path.exists():
@@ -37,7 +39,7 @@ def main(argv=None) -> int:
         else:
             print(f"no store {path}: that GPU gets defaults", file=sys.stderr)
     problems = [space.parse_problem(s, args.dtype) for s in args.shapes]
-    failures = prebuild(space, stores, problems, ArtifactIndex(args.out),
+    failures = prebuild(space, stores, problems, ArtifactIndex(args.out or artifacts_dir()),
                         with_stored=not args.no_stored, procs=args.procs)
     return 1 if failures else 0
 

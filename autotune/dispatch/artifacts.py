@@ -3,8 +3,10 @@
     <dir>/index.json      {"<space>|<problem key>|<config id>": {"artifact": key, "config": {...}}}
     <dir>/<artifact key>/ a tirx.Artifact (cubin + launch description)
 
-Kernels are shape-specialized, so every (config, shape) the application runs needs an
-artifact. Where TVM is (the CPU machines) the dispatcher builds a missing one and adds it here;
+Kernels are shape-specialized except in a space's runtime fields (SearchSpace.runtime_fields:
+dims read off the tensors at launch), so every (config, binary problem) the application runs
+needs an artifact; callers index by `space.binary_problem(problem)`. Where TVM is (the CPU
+machines) the dispatcher builds a missing one and adds it here;
 where it is not (the GPU machines) `prebuild` must have made it, and the directory travels.
 """
 
@@ -19,7 +21,6 @@ from pathlib import Path
 from ..spaces.base import Config, Problem
 
 INDEX = "index.json"
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / ".cache" / "dispatch"
 
 
 def config_id(config: Config) -> str:

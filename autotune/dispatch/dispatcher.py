@@ -46,7 +46,8 @@ def with_scalars(kernel: Callable, scalars: list) -> Callable:
 
 class KernelProvider:
     """Kernels for (problem, config): in memory, else from the artifact index, else built.
-    Configs that differ only in runtime knobs share one binary, loaded once."""
+    Configs that differ only in runtime knobs, and problems that differ only in runtime fields,
+    share one binary, loaded once."""
 
     def __init__(self, space: SearchSpace, index: ArtifactIndex | None,
                  load_kernel: Callable[[Path], Callable], build: Callable | None = None):
@@ -56,10 +57,11 @@ class KernelProvider:
 
     def get(self, problem: Problem, config: Config):
         compiled = self.space.compile_config(config)
-        key = (problem.key, config_id(compiled))
+        binary = self.space.binary_problem(problem)
+        key = (binary.key, config_id(compiled))
         kernel = self.kernels.get(key)
         if kernel is None:
-            path = self.index.lookup(self.space.name, problem, compiled) if self.index else None
+            path = self.index.lookup(self.space.name, binary, compiled) if self.index else None
             if path is None and self.build is not None:
                 path = self.build(self.space, problem, compiled, self.index)
             if path is None:
@@ -78,24 +80,27 @@ def is_legal(space: SearchSpace, config: Config, problem: Problem) -> bool | Non
 
 
 class Dispatcher:
-    def __init__(self, space: SearchSpace, selector: Selector, provider: KernelProvider, binding,
+    """Serves calls of `space.op` with `space`'s kernels."""
+
+    def __init__(self, space: SearchSpace, selector: Selector, provider: KernelProvider,
                  store_path: str | None = None):
-        self.space, self.selector, self.provider, self.binding = space, selector, provider, binding
+        self.space, self.selector, self.provider = space, selector, provider
+        self.op = space.op
         self.store_path = store_path  # None: no usable store, defaults only
         self.routes: dict[Hashable, Route] = {}
 
     def __call__(self, *args, out=None):
-        route = self.routes.get(self.binding.call_key(args))
+        route = self.routes.get(self.op.call_key(args))
         if route is None:
             route = self.route(*args)
         return route.launch(args, out)
 
     def route(self, *args) -> Route:
         """Choose (and cache) the route for this call's shape."""
-        key = self.binding.call_key(args)
+        key = self.op.call_key(args)
         route = self.routes.get(key)
         if route is None:
-            route = self.routes[key] = self._choose(args, self.binding.problem(args))
+            route = self.routes[key] = self._choose(args, self.op.call_problem(args))
         return route
 
     def pick(self, problem: Problem) -> tuple[Choice, Callable] | None:
@@ -110,12 +115,21 @@ class Dispatcher:
         picked = self.pick(problem)
         if picked is not None:
             choice, kernel = picked
-            launch = self.binding.launcher(args, problem, kernel)
+            launch = self.op.launcher(args, problem, kernel)
             return Route(problem, choice.reason, choice.tuned, choice.config, launch)
-        warnings.warn(f"{self.space.name}: no kernel for {problem.key} (neither tuned nor "
-                      "default; build or prebuild one): using the vendor op", NoKernelWarning,
-                      stacklevel=3)
-        return Route(problem, VENDOR, None, None, self.binding.vendor_launcher(args, problem))
+        warnings.warn(f"{self.space.name}: {self._why_no_kernel(problem)}: using the vendor op",
+                      NoKernelWarning, stacklevel=3)
+        return Route(problem, VENDOR, None, None, self.op.vendor_launcher(args, problem))
+
+    def _why_no_kernel(self, problem: Problem) -> str:
+        try:
+            reasons = self.space.violations(self.space.default_config(problem), problem)
+        except ImportError:
+            reasons = []
+        if reasons:  # the default is legal for every shape the template takes: not this one
+            return f"no kernel of this template can take {problem.key} ({'; '.join(reasons)})"
+        return (f"no kernel for {problem.key} here (neither tuned nor default is built; build "
+                "one where TVM is, or `python -m autotune.dispatch prebuild` it)")
 
     def _kernel(self, choice: Choice, problem: Problem):
         if is_legal(self.space, choice.config, problem) is False:

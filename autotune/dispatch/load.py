@@ -9,30 +9,37 @@ import warnings
 from pathlib import Path
 
 from ..errors import UserError
-from ..spaces import get_space
+from ..spaces import discover, get_space
+from ..locations import artifacts_dir, store_root
 from ..spaces.base import Config, Problem, SearchSpace
-from ..store import DEFAULT_ROOT, ConfigStore, Gpu, current_gpu, expected_header, store_path
+from ..store import ConfigStore, Gpu, current_gpu, expected_header, store_path
 from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
-from .artifacts import DEFAULT_DIR, ArtifactIndex
-from .bindings import BINDINGS
+from ..store.format import CorruptStoreError, Entry
+from .artifacts import ArtifactIndex
 from .dispatcher import Dispatcher, KernelProvider
-from .rules import Selector, rule_for
-
-# Kernel name -> the space that implements it on an arch. Spelled out (not entry points) because
-# the GPU machines run the repository without installing it.
-SPACES = {
-    ("gemm", "sm_90a"): "autotune.spaces.gemm_sm90:GemmSm90Space",
-    ("gemm", "sm_100a"): "autotune.spaces.gemm_sm100:GemmSm100Space",
-}
+from .rules import Selector
 
 
 def resolve_space(name: str, arch: str) -> SearchSpace:
-    """`name` is a kernel ("gemm": the space for `arch`), a registered space or module:Class."""
-    target = SPACES.get((name, arch))
-    if target is None and any(kernel == name for kernel, _ in SPACES):
-        archs = ", ".join(a for kernel, a in SPACES if kernel == name)
-        raise UserError(f"no {name} space for {arch} (there is one for {archs})")
-    space = get_space(target or name)
+    """The space that serves `name` on `arch`: `name` is a kernel ("gemm": the registered plugin
+    whose op is gemm and whose arch is `arch`), a registered space, or module:Class."""
+    plugins = discover()
+    if ":" not in name and name not in plugins:
+        serving = [info.space_class for info in plugins.values()
+                   if info.loaded and getattr(info.space_class, "kernel", None) == name]
+        if not serving:
+            kernels = sorted({info.space_class.kernel for info in plugins.values() if info.loaded})
+            raise UserError(f"no plugin serves kernel or space {name!r} (kernels: "
+                            f"{', '.join(kernels) or 'none'}; spaces: {', '.join(plugins)})")
+        here = [cls for cls in serving if cls.arch == arch]
+        if not here:
+            archs = ", ".join(sorted({cls.arch for cls in serving}))
+            raise UserError(f"no {name} space for {arch} (there is one for {archs})")
+        if len(here) > 1:
+            raise UserError(f"several spaces serve {name} on {arch} "
+                            f"({', '.join(cls.name for cls in here)}): name one")
+        return here[0]()
+    space = get_space(name)
     if space.arch != arch:
         raise UserError(f"space {space.name} is for {space.arch}, this GPU is {arch}")
     return space
@@ -49,7 +56,8 @@ def build_with_tirx(space: SearchSpace, problem: Problem, config: Config,
     import tirx
 
     artifact = tirx.build(space.build(config, problem), arch=space.arch)
-    return index.add(space.name, problem, config, artifact) if index else artifact.path
+    return (index.add(space.name, space.binary_problem(problem), config, artifact) if index
+            else artifact.path)
 
 
 def _tirx_kernel_loader(device: int):
@@ -71,9 +79,41 @@ def open_store(space: SearchSpace, gpu: Gpu, store) -> tuple[ConfigStore | None,
                           "defaults", StoreMismatchWarning, stacklevel=3)
             return None, None
         return store, "<in memory>"
-    path = Path(store) if store is not None else store_path(DEFAULT_ROOT, space.name, gpu.device)
-    found = load_compatible(path, expected)
+    path = Path(store) if store is not None else store_path(store_root(), space.name, gpu.device)
+    try:
+        found = load_compatible(path, expected)
+    except CorruptStoreError as exc:  # a call must still run: on the defaults
+        warnings.warn(f"{exc}: using the hand-tuned defaults", StoreMismatchWarning, stacklevel=3)
+        return None, None
     return found, (str(path) if found is not None else None)
+
+
+def valid_entries(space: SearchSpace, entries: dict[str, Entry]) -> dict[str, Entry]:
+    """The entries a dispatcher may use: each key a problem of the space's op, each config legal
+    for its own shape. The others are named in a warning and left out: one bad line must not
+    make calls raise or silently serve a shape with another shape's config."""
+    out = {}
+    for key, entry in entries.items():
+        try:
+            problem = space.op.from_key(key) if space.op else Problem.from_key(key)
+            if problem.key != key:
+                raise ValueError(f"it reads as {problem.key}")
+        except ValueError as exc:
+            warnings.warn(f"config store entry {key!r} is not a {space.kernel} problem ({exc}): "
+                          "ignored", StoreMismatchWarning, stacklevel=3)
+            continue
+        try:
+            reasons = space.violations(entry.config, problem)
+        except ImportError:  # the rules need TVM, absent on GPU machines: trust the store
+            reasons = []
+        except Exception as exc:  # e.g. a knob missing from the config
+            reasons = [f"{type(exc).__name__}: {exc}"]
+        if reasons:
+            warnings.warn(f"config store entry {key}: its config is illegal for its own shape "
+                          f"({'; '.join(reasons)}): ignored", StoreMismatchWarning, stacklevel=3)
+            continue
+        out[key] = entry
+    return out
 
 
 def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None = None,
@@ -81,24 +121,25 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
          build: bool | None = None, device: int = 0, load_kernel=None) -> Dispatcher:
     """A callable running `kernel` with the best config for each call's shape.
 
-    store: a store file or ConfigStore (default studies/configs/<space>/<gpu>.json); one that
+    store: a store file or ConfigStore (default <store root>/<space>/<gpu>.json, the root
+        $AUTOTUNE_STORES or ./studies/configs); one that
         does not match the GPU or template is refused with a warning (defaults are used).
-    artifacts: directory of prebuilt kernels (default .cache/dispatch, or $AUTOTUNE_ARTIFACTS).
+    artifacts: directory of prebuilt kernels (default $AUTOTUNE_ARTIFACTS, else
+        ~/.cache/autotune/dispatch).
     build: compile missing kernels with TVM (default: when TVM is installed).
     gpu, load_kernel: for tests - the GPU to assume, and path -> kernel callable."""
     gpu = gpu or current_gpu(device)
     if gpu is None:
         raise UserError("autotune.load: no CUDA GPU here")
     space = resolve_space(kernel, gpu.arch)
-    binding = BINDINGS.get(space.kernel)
-    if binding is None:
-        raise UserError(f"autotune.load: no torch binding for kernel {space.kernel!r} yet "
-                        f"(have {', '.join(BINDINGS)})")
+    if space.op is None:
+        raise UserError(f"autotune.load: space {space.name} names no op (autotune.ops.Op): "
+                        "nothing says how its kernels meet torch")
     usable, origin = open_store(space, gpu, store)
-    selector = Selector(usable.entries if usable else {}, rule_for(space.kernel),
-                        space.default_config)
-    index = ArtifactIndex(artifacts or os.environ.get("AUTOTUNE_ARTIFACTS") or DEFAULT_DIR)
+    entries = valid_entries(space, usable.entries) if usable else {}
+    selector = Selector(entries, space.op.bucket, space.default_config)
+    index = ArtifactIndex(artifacts or artifacts_dir())
     do_build = tvm_available() if build is None else build
     provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),
                               build_with_tirx if do_build else None)
-    return Dispatcher(space, selector, provider, binding(), store_path=origin)
+    return Dispatcher(space, selector, provider, store_path=origin)

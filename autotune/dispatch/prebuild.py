@@ -11,8 +11,8 @@ from ..spaces.base import Problem, SearchSpace
 from ..store import ConfigStore, Gpu, expected_header, mismatches
 from .artifacts import ArtifactIndex, config_id
 from .dispatcher import is_legal
-from .load import build_with_tirx
-from .rules import Selector, rule_for
+from .load import build_with_tirx, valid_entries
+from .rules import Selector
 
 
 def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
@@ -22,7 +22,7 @@ def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
     if reasons:
         raise ValueError(f"store for {store.header.device} does not fit {space.name}: "
                          + "; ".join(reasons))
-    return store.entries
+    return valid_entries(space, store.entries)
 
 
 def _compile_into_cache(job) -> None:
@@ -41,8 +41,8 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
     """Build what is missing; returns how many builds failed (each is logged). With `procs` > 1
     the missing kernels first compile in that many processes into tirx's disk cache; indexing
     them, one at a time (the index is one file), then finds them there."""
-    selectors = [Selector(usable_entries(space, s), rule_for(space.kernel), space.default_config)
-                 for s in stores] or [Selector({}, rule_for(space.kernel), space.default_config)]
+    selectors = [Selector(usable_entries(space, s), space.op.bucket, space.default_config)
+                 for s in stores] or [Selector({}, space.op.bucket, space.default_config)]
     wanted: dict[tuple[str, str], tuple] = {}
     for selector in selectors:
         todo = list(problems)
@@ -53,9 +53,10 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
             chosen = next((c for c in choices if is_legal(space, c.config, problem)), None)
             for choice in filter(None, (chosen, choices[-1])):  # the pick, and the default
                 compiled = space.compile_config(choice.config)  # one binary per compile class
-                wanted[(problem.key, config_id(compiled))] = (problem, choice, compiled)
+                binary = space.binary_problem(problem)  # one binary per runtime-field class
+                wanted[(binary.key, config_id(compiled))] = (problem, choice, compiled)
     missing = [(space, problem, compiled) for problem, _, compiled in wanted.values()
-               if index.lookup(space.name, problem, compiled) is None]
+               if index.lookup(space.name, space.binary_problem(problem), compiled) is None]
     if procs > 1 and build is build_with_tirx and len(missing) > 1:
         workers = min(procs, len(missing))
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
@@ -63,7 +64,7 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
     failures = 0
     for n, (problem, choice, compiled) in enumerate(wanted.values(), 1):
         tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(compiled)}"
-        if index.lookup(space.name, problem, compiled) is not None:
+        if index.lookup(space.name, space.binary_problem(problem), compiled) is not None:
             log(f"{tag}: present")
             continue
         try:

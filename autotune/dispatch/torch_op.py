@@ -1,6 +1,7 @@
 """The dispatcher as a torch custom op (torch.library), so torch.compile traces through a model
-that calls it (the op is opaque to the compiler; its fake implementation gives output shapes)
-and CUDA graphs capture it. Imported only on demand: CPU machines have no torch.
+that calls it (the op is opaque to the compiler; the op's `fake` gives output shapes) and CUDA
+graphs capture it. The op's name and schema come from the plugin's Op. Imported only on demand:
+the dispatcher itself needs no torch.
 
     op = autotune.load("gemm")
     gemm = register_torch_op(op)   # torch.ops.autotune.gemm
@@ -11,33 +12,28 @@ from __future__ import annotations
 
 from .dispatcher import Dispatcher
 
-_DISPATCHERS: dict[str, Dispatcher] = {}  # kernel -> the dispatcher the op calls
+_DISPATCHERS: dict[str, Dispatcher] = {}  # op name -> the dispatcher its custom op calls
 _OPS: dict = {}
 
 
 def register_torch_op(dispatcher: Dispatcher):
-    """torch.ops.autotune.<kernel>, routed to `dispatcher` (the latest registered one wins)."""
-    kernel = dispatcher.space.kernel
-    _DISPATCHERS[kernel] = dispatcher
-    if kernel not in _OPS:
-        _OPS[kernel] = _DEFINE[kernel]()
-    return _OPS[kernel]
+    """torch.ops.autotune.<op name>, routed to `dispatcher` (the latest registered one wins)."""
+    op = dispatcher.op
+    if not op.schema:
+        raise ValueError(f"op {op.name!r} declares no custom-op schema")
+    _DISPATCHERS[op.name] = dispatcher
+    if op.name not in _OPS:
+        _OPS[op.name] = _define(op)
+    return _OPS[op.name]
 
 
-def _define_gemm():
+def _define(op):
     import torch
 
-    # The schema is spelled out: this module's postponed annotations are strings, which
-    # torch's schema inference does not read.
-    @torch.library.custom_op("autotune::gemm", mutates_args=(), schema="(Tensor a, Tensor b) -> Tensor")
-    def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return _DISPATCHERS["gemm"](a, b)
+    def call(*args):
+        return _DISPATCHERS[op.name](*args)
 
-    @gemm.register_fake
-    def _(a, b):
-        return a.new_empty((*a.shape[:-1], b.shape[0]))
-
-    return gemm
-
-
-_DEFINE = {"gemm": _define_gemm}
+    custom = torch.library.custom_op(f"autotune::{op.name}", call, mutates_args=(),
+                                     schema=op.schema)
+    custom.register_fake(op.fake)
+    return custom

@@ -1,5 +1,6 @@
 """The runner interface: a candidate (space, config, problem) goes compile -> validate -> time and
-comes back as a Result. Every runner (local, Ray, simulated, compile-only) implements `Runner`."""
+comes back as a Result. Runners (scheduler.py: a builder and a device pool under one scheduler)
+implement `Runner`."""
 
 from __future__ import annotations
 
@@ -58,6 +59,37 @@ class Timing:
         return (self.max_ms - self.min_ms) / self.median_ms if self.median_ms else 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Where a runner's results come from; every time a study stores carries it.
+
+    kind: "measured" (timed on real devices), "replayed" (times read back from a recorded
+    table), "compile-only" (compiled and resource-checked, never run) or "validated" (checked in
+    simulation, e.g. NumSim at a proxy shape; never timed). detail: what says where - runner,
+    timer, device names and host; or the table and its hash."""
+
+    kind: str
+    detail: dict = dataclasses.field(default_factory=dict)
+
+    KINDS = ("measured", "replayed", "compile-only", "validated")
+
+    def __post_init__(self):
+        if self.kind not in self.KINDS:
+            raise ValueError(f"provenance kind {self.kind!r} is not one of {self.KINDS}")
+
+    @property
+    def timed(self) -> bool:
+        return self.kind in ("measured", "replayed")
+
+    @property
+    def study_suffix(self) -> str:
+        """Studies of different kinds never share a name: a replayed time is not a measured one."""
+        return "" if self.kind == "measured" else f"/{self.kind}"
+
+    def describe(self) -> str:
+        return self.kind + "".join(f", {k} {v}" for k, v in self.detail.items() if v)
+
+
 @dataclasses.dataclass
 class Result:
     tag: Hashable
@@ -68,6 +100,8 @@ class Result:
     resources: dict[str, Any] = dataclasses.field(default_factory=dict)
     compile_s: float | None = None
     fatal: bool = False  # the worker's state is unusable (poisoned CUDA context): restart it
+    device: str | None = None  # the device that ran it, as its driver names it
+    artifact: str | None = None  # the compiled artifact it ran (a tirx.Artifact directory)
 
     @property
     def ok(self) -> bool:
@@ -88,7 +122,7 @@ class Job:
 
 
 class Evaluator(abc.ABC):
-    """Validates and times a compiled candidate; lives inside a GPU worker process."""
+    """Validates and times a compiled candidate; lives inside a device worker process."""
 
     def setup(self, device: int | None) -> None:
         """Called once in the worker before any job (e.g. pick the GPU, import torch)."""
@@ -101,9 +135,18 @@ class Evaluator(abc.ABC):
 class Runner(abc.ABC):
     """Evaluates candidates, several at once. Submit up to `slots` candidates, then collect."""
 
-    mode: str = ""
-    timed: bool = True  # False for compile-only runners: results carry no timing
+    mode: str = ""  # the runner's registered name ("local", "ray", "simulated", ...)
     timer: str = "rotate"  # how its times are taken (timing.TIMERS): a study keeps to one
+
+    @property
+    @abc.abstractmethod
+    def provenance(self) -> Provenance:
+        """Where its results come from (measured, replayed, compile-only, validated)."""
+
+    @property
+    def timed(self) -> bool:
+        """False where results carry no times (compile-only, validation in simulation)."""
+        return self.provenance.timed
 
     @property
     @abc.abstractmethod

@@ -25,10 +25,13 @@ def compile_with_tirx(space: SearchSpace, config: Config, problem: Problem,
 
     artifact = tirx.build(space.build(space.compile_config(config), problem), arch=space.arch,
                           cache_dir=cache_dir)
+    return Compiled(artifact_path=str(artifact.path), resources=resources_of(artifact))
+
+
+def resources_of(artifact) -> dict:
+    """A tirx.Artifact's ptxas report as a Result carries it."""
     res = artifact.resources
-    resources = {**dataclasses.asdict(res), "smem_bytes": res.smem_bytes,
-                 "spill_bytes": res.spill_bytes}
-    return Compiled(artifact_path=str(artifact.path), resources=resources)
+    return {**dataclasses.asdict(res), "smem_bytes": res.smem_bytes, "spill_bytes": res.spill_bytes}
 
 
 def _cause_of(exc: BaseException) -> Cause:
@@ -61,21 +64,22 @@ def compile_candidate(compiler: Compiler, candidate: Candidate, cache_dir: str |
 
 
 class CompileMemo:
-    """Finished compiles by (space, problem, compile key): a candidate that differs from a
-    compiled one only in runtime knobs reuses its outcome (binary, or failure) without building
-    again. Bounded: outcomes may carry an artifact's bytes."""
+    """Finished compiles by (space, binary problem, compile key): a candidate that differs from
+    a compiled one only in runtime knobs or runtime fields reuses its outcome (binary, or
+    failure) without building again. Bounded: outcomes may carry an artifact's bytes."""
 
     def __init__(self, size: int = 256):
         self.size = size
         self._outcomes: dict[tuple, Compiled | Result] = {}
 
     @staticmethod
-    def _key(candidate: Candidate) -> tuple:
+    def key(candidate: Candidate) -> tuple:
         space = candidate.space
-        return space.name, candidate.problem.key, space.compile_key(candidate.config)
+        return (space.name, space.binary_problem(candidate.problem).key,
+                space.compile_key(candidate.config))
 
     def get(self, candidate: Candidate) -> Compiled | Result | None:
-        outcome = self._outcomes.get(self._key(candidate))
+        outcome = self._outcomes.get(self.key(candidate))
         if isinstance(outcome, Result):
             return dataclasses.replace(outcome, tag=candidate.tag)
         return None if outcome is None else dataclasses.replace(outcome, compile_s=0.0)
@@ -83,7 +87,7 @@ class CompileMemo:
     def put(self, candidate: Candidate, outcome: Compiled | Result) -> None:
         if len(self._outcomes) >= self.size:
             del self._outcomes[next(iter(self._outcomes))]  # the oldest
-        self._outcomes[self._key(candidate)] = outcome
+        self._outcomes[self.key(candidate)] = outcome
 
 
 def unpack(compiled: Compiled, into: str) -> Compiled:
@@ -95,3 +99,9 @@ def unpack(compiled: Compiled, into: str) -> Compiled:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     return dataclasses.replace(compiled, artifact_path=str(root), files=None)
+
+
+def compile_nothing(space: SearchSpace, config: Config, problem: Problem,
+                    cache_dir: str | None = None) -> Compiled:
+    """The compiler of replays: a recorded time needs no binary."""
+    return Compiled(artifact_path=None)

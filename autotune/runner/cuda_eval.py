@@ -24,14 +24,45 @@ def cause_of_exception(exc: BaseException) -> tuple[Cause, bool]:
     return Cause.ERROR, False
 
 
+def run_checked(kernel, space, problem, config, seed: int) -> tuple[list, list[float], str | None]:
+    """Launch `kernel` once on fresh random inputs (outputs poisoned first) and compare with the
+    space's reference: (the inputs, relative error per output, what is wrong or None)."""
+    import torch
+
+    inputs = space.make_inputs(problem, seed=seed, device="cuda")
+    references = space.reference(problem, inputs)
+    outputs = [inputs[i] for i in space.output_indices(problem)]
+    poison(outputs)
+    stream = torch.cuda.current_stream()
+    kernel(*inputs, *space.launch_scalars(config), stream=stream.cuda_stream)
+    stream.synchronize()
+    errors, wrong = check_outputs(outputs, references, space.tolerance(problem))
+    return inputs, errors, wrong
+
+
+def rotated_sets(inputs: list, l2_factor: float = 2.0, cap: int = 64) -> list[list]:
+    """`inputs` and enough clones that their working set is `l2_factor` x the GPU's L2."""
+    import torch
+
+    set_bytes = sum(t.numel() * t.element_size() for t in inputs if hasattr(t, "numel"))
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    n_sets = input_sets_needed(set_bytes, l2, l2_factor, cap)
+    return [inputs] + [[t.clone() if hasattr(t, "clone") else t for t in inputs]
+                       for _ in range(n_sets - 1)]
+
+
 @dataclasses.dataclass
 class CudaEvaluator(Evaluator):
+    """Validate on `checks` fresh input draws, then (if `timed`) time with `timer`."""
+
     warmup_ms: float = 25.0
     rounds: int = 10
     min_round_ms: float = 2.0
     l2_factor: float = 2.0  # working set of rotated inputs, in multiples of L2
     max_input_sets: int = 64
     timer: str = "rotate"  # see timing.TIMERS
+    timed: bool = True
+    checks: int = 1
 
     def __post_init__(self):
         if self.timer not in TIMERS:
@@ -49,37 +80,30 @@ class CudaEvaluator(Evaluator):
 
         import tirx
 
-        space, problem = job.candidate.space, job.candidate.problem
+        space, problem, config = job.candidate.space, job.candidate.problem, job.candidate.config
         tag, compiled = job.candidate.tag, job.compiled
         try:
             kernel = tirx.Kernel(tirx.Artifact.load(compiled.artifact_path))
-            inputs = space.make_inputs(problem, seed=job.seed, device="cuda")
-            out_idx = space.output_indices(problem)
-            references = space.reference(problem, inputs)
-            outputs = [inputs[i] for i in out_idx]
-            poison(outputs)
-            scalars = space.launch_scalars(job.candidate.config)  # runtime knobs, after tensors
+            errors: list[float] = []
+            for n in range(self.checks):
+                inputs, errs, wrong = run_checked(kernel, space, problem, config, job.seed + n)
+                errors = [max(pair) for pair in zip(errors, errs)] if errors else errs
+                if wrong:
+                    return Result(tag, Cause.VALIDATION, wrong, rel_errors=errors,
+                                  resources=compiled.resources)
+            if not self.timed:
+                return Result(tag, rel_errors=errors, resources=compiled.resources)
+            sets = rotated_sets(inputs, self.l2_factor, self.max_input_sets)
+            scalars = space.launch_scalars(config)
             stream = torch.cuda.current_stream()
-            kernel(*inputs, *scalars, stream=stream.cuda_stream)
-            stream.synchronize()
-            errors, problem_text = check_outputs(outputs, references, space.tolerance(problem))
-            if problem_text:
-                return Result(tag, Cause.VALIDATION, problem_text, rel_errors=errors,
-                              resources=compiled.resources)
-            del references
 
-            set_bytes = sum(t.numel() * t.element_size() for t in inputs if hasattr(t, "numel"))
-            l2 = torch.cuda.get_device_properties(0).L2_cache_size
-            n_sets = input_sets_needed(set_bytes, l2, self.l2_factor, self.max_input_sets)
-            sets = [inputs] + [[t.clone() if hasattr(t, "clone") else t for t in inputs]
-                               for _ in range(n_sets - 1)]
             def launch(i):
                 kernel(*sets[i], *scalars, stream=stream.cuda_stream)
 
             if self.timer == "cold":
-                timing = time_cold(launch, n_sets, warmup_ms=self.warmup_ms)
+                timing = time_cold(launch, len(sets), warmup_ms=self.warmup_ms)
             else:
-                timing = time_launches(launch, n_sets, warmup_ms=self.warmup_ms,
+                timing = time_launches(launch, len(sets), warmup_ms=self.warmup_ms,
                                        rounds=self.rounds, min_round_ms=self.min_round_ms)
             return Result(tag, timing=timing, rel_errors=errors, resources=compiled.resources)
         except Exception as exc:

@@ -1,15 +1,17 @@
-"""A runner that replays a recorded table of config -> time or failure: search strategies can be
-tested on a CPU against real (or synthetic) measurements, instantly and reproducibly."""
+"""Devices that replay a recorded table of config -> time or failure (the `simulated` runner):
+search strategies can be tested on a CPU against real (or synthetic) measurements, instantly and
+reproducibly. Their results are labelled replayed, from which table."""
 
 from __future__ import annotations
 
-import collections
 import dataclasses
+import hashlib
 import math
 import time
 
 from ..spaces.base import Config, Problem
-from .base import Candidate, Cause, Result, Runner, Timing
+from .base import Cause, Job, Provenance, Result, Timing
+from .sides import DevicePool, Key
 
 _TIME, _CAUSE, _PROBLEM = "time_ms", "cause", "problem"
 
@@ -63,6 +65,11 @@ class RecordedTable:
                                 _PROBLEM: study.user_attrs.get("problem", "")})
         return cls.from_frame(pd.DataFrame.from_records(records))
 
+    def digest(self) -> str:
+        """Hash of the table's rows: which recording a replayed time came from."""
+        text = repr((self.params, sorted(self.rows.items(), key=repr)))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     def lookup(self, config: Config, problem: Problem) -> tuple[float | None, str | None]:
         values = _key(config.get(p) for p in self.params)
         for problem_key in (problem.key, ""):
@@ -71,33 +78,25 @@ class RecordedTable:
         return None, Cause.NOT_RECORDED.value
 
 
-class SimulatedRunner(Runner):
-    """Serves results from a RecordedTable, `slots` at a time, in submission order."""
+class ReplayDevices(DevicePool):
+    """Devices that replay a RecordedTable: `slots` at a time, each result `delay_s` after its
+    start. `table_name` (e.g. its file) labels the results' provenance."""
 
-    mode = "simulated"
+    name = "replay"
 
-    def __init__(self, table: RecordedTable, slots: int = 1, delay_s: float = 0.0):
+    def __init__(self, table: RecordedTable, slots: int = 1, delay_s: float = 0.0,
+                 table_name: str = "<table>"):
         self.table, self._slots, self.delay_s = table, slots, delay_s
-        self._queue: collections.deque[Candidate] = collections.deque()
+        self._provenance = Provenance("replayed", {"table": table_name, "sha256": table.digest()})
+        self._running: dict[Key, tuple[float, Result]] = {}
         self.measured: list[Config] = []  # every config served, in order
 
-    @property
-    def slots(self) -> int:
-        return self._slots
+    provenance = property(lambda self: self._provenance)
+    slots = property(lambda self: self._slots)
+    busy = property(lambda self: len(self._running))
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._queue)
-
-    def submit(self, candidate: Candidate) -> None:
-        self._queue.append(candidate)
-
-    def collect(self, timeout: float | None = None) -> list[Result]:
-        if not self._queue:
-            return []
-        candidate = self._queue.popleft()
-        if self.delay_s:
-            time.sleep(self.delay_s)
+    def start(self, key: Key, job: Job) -> None:
+        candidate = job.candidate
         self.measured.append(dict(candidate.config))
         time_ms, cause = self.table.lookup(candidate.config, candidate.problem)
         if cause is not None:
@@ -105,6 +104,23 @@ class SimulatedRunner(Runner):
                 cause_enum = Cause(cause)
             except ValueError:
                 cause_enum = Cause.ERROR
-            return [Result(candidate.tag, cause_enum, f"recorded failure: {cause}")]
-        timing = Timing(time_ms, time_ms, time_ms, rounds=1, iters_per_round=1, input_sets=1)
-        return [Result(candidate.tag, timing=timing)]
+            result = Result(None, cause_enum, f"recorded failure: {cause}")
+        else:
+            result = Result(None, timing=Timing(time_ms, time_ms, time_ms, rounds=1,
+                                                iters_per_round=1, input_sets=1))
+        self._running[key] = (time.monotonic() + self.delay_s, result)
+
+    def harvest(self):
+        now = time.monotonic()
+        done = [(k, r) for k, (at, r) in self._running.items() if at <= now]
+        for k, _ in done:
+            del self._running[k]
+        return done
+
+    def next_event_s(self) -> float | None:
+        if not self._running:
+            return None
+        return max(0.0, min(at for at, _ in self._running.values()) - time.monotonic())
+
+    def kill(self, key: Key) -> None:
+        del self._running[key]

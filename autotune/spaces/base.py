@@ -13,31 +13,10 @@ import itertools
 import json
 from typing import Any, ClassVar, Mapping
 
+from ..ops.base import Op
+from ..ops.problem import Problem, Value, dtype_tolerance  # noqa: F401  (the plugin API's names)
+
 Config = dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    """One tuning target: a kernel's shape and dtype, e.g. GEMM M=4096 N=4096 K=4096 bf16."""
-
-    shape: tuple[tuple[str, int], ...]  # ordered (name, size) pairs
-    dtype: str = "bfloat16"
-
-    @classmethod
-    def of(cls, dtype: str = "bfloat16", **sizes: int) -> "Problem":
-        return cls(tuple(sizes.items()), dtype)
-
-    def __getitem__(self, name: str) -> int:
-        return dict(self.shape)[name]
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return dict(self.shape)
-
-    @property
-    def key(self) -> str:
-        """Stable, human-readable identity used in storage and config files."""
-        return ",".join(f"{k}={v}" for k, v in self.shape) + f",dtype={self.dtype}"
 
 
 class IllegalConfig(ValueError):
@@ -49,16 +28,29 @@ class IllegalConfig(ValueError):
 
 
 class SearchSpace(abc.ABC):
-    """Base class of a search-space plugin. Subclasses are registered under `name`."""
+    """Base class of a search-space plugin: one kernel template on one arch, registered under
+    `name`. What the operation is (its problem's fields, inputs, reference, vendor baseline,
+    torch binding) comes from the `op` it names (autotune.ops.Op), shared by every template of
+    that operation; a plugin with no op defines those methods itself and cannot be dispatched."""
 
     name: ClassVar[str]  # registry name, e.g. "gemm_sm90"
-    kernel: ClassVar[str]  # the operation, e.g. "gemm" or "attention"
     arch: ClassVar[str]  # "sm_90a" or "sm_100a"
+    op: ClassVar[Op | None] = None  # the operation this template computes
+    kernel: ClassVar[str]  # the operation's name ("gemm", "attention"): op.name when op is set
     # Shapes tuned when the command line names none, in parse_problem's syntax.
     default_shapes: ClassVar[tuple[str, ...]] = ()
     # Knobs the kernel takes at launch, as scalar parameters after make_inputs' tensors (in this
     # order), instead of compiled in: configs that differ only in them share one binary.
     runtime_knobs: ClassVar[tuple[str, ...]] = ()
+    # Problem fields the binary does not depend on (dims the kernel reads off its tensors at
+    # launch, e.g. attention's batch and sequence lengths): problems that differ only in them
+    # share one binary. Store entries and bucket rules still key on the whole problem.
+    runtime_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("op") is not None and "kernel" not in cls.__dict__:
+            cls.kernel = cls.op.name
 
     # -- the space ------------------------------------------------------------------------
     @abc.abstractmethod
@@ -80,11 +72,16 @@ class SearchSpace(abc.ABC):
         change one decision): a study enqueues them before its sampler proposes. Optional."""
         return []
 
-    # -- problems -------------------------------------------------------------------------
-    @abc.abstractmethod
+    # -- problems (from the op unless overridden) -----------------------------------------
+    def _op(self, method: str) -> Op:
+        if self.op is None:
+            raise NotImplementedError(f"{type(self).__name__} names no op: define {method}")
+        return self.op
+
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
         """Parse a shape from the command line (e.g. "4096x4096x4096"); ValueError if malformed
         or unsupported, with a message that names the problem."""
+        return self._op("parse_problem").parse(text, dtype)
 
     def default_problems(self, dtype: str = "bfloat16") -> list[Problem]:
         """The problems tuned by default (from `default_shapes`)."""
@@ -92,11 +89,11 @@ class SearchSpace(abc.ABC):
 
     def flops(self, problem: Problem) -> float:
         """Floating-point operations of one call, for TFLOP/s reporting."""
-        return 0.0
+        return self.op.flops(problem) if self.op else 0.0
 
     def bytes_moved(self, problem: Problem) -> float:
         """Fewest bytes one call must move through device memory."""
-        return 0.0
+        return self.op.bytes_moved(problem) if self.op else 0.0
 
     # -- building and checking ------------------------------------------------------------
     @abc.abstractmethod
@@ -115,29 +112,36 @@ class SearchSpace(abc.ABC):
         """Identity of a config's binary (for one problem): equal keys, one compile."""
         return json.dumps(self.compile_config(config), sort_keys=True)
 
+    def binary_problem(self, problem: Problem) -> Problem:
+        """The problem minus its runtime fields: with compile_config, all a binary depends on."""
+        if not self.runtime_fields:
+            return problem
+        return Problem(tuple((n, v) for n, v in problem.fields if n not in self.runtime_fields),
+                       problem.dtype)
+
     def launch_scalars(self, config: Config) -> list:
         """What a launch passes after make_inputs' tensors: the runtime knobs' values."""
         return [config[k] for k in self.runtime_knobs]
 
-    @abc.abstractmethod
     def make_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> list:
         """Fresh random torch tensors in the kernel's parameter order, outputs included."""
+        return self._op("make_inputs").make_inputs(problem, seed, device)
 
-    @abc.abstractmethod
     def output_indices(self, problem: Problem) -> list[int]:
         """Which of make_inputs' tensors the kernel writes (poisoned before each check)."""
+        return self._op("output_indices").output_indices(problem)
 
-    @abc.abstractmethod
     def reference(self, problem: Problem, inputs: list) -> list:
         """The expected outputs (torch), computed by a trusted implementation."""
+        return self._op("reference").reference(problem, inputs)
 
     def tolerance(self, problem: Problem) -> float:
         """Max allowed ||out - ref|| / ||ref|| per output."""
-        return {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4}.get(problem.dtype, 2e-2)
+        return self.op.tolerance(problem) if self.op else dtype_tolerance(problem.dtype)
 
     def vendor(self, problem: Problem, inputs: list):
         """A zero-argument callable running the vendor baseline (cuBLAS/cuDNN via torch)."""
-        raise NotImplementedError
+        return self._op("vendor").vendor(problem, inputs)
 
     # -- identity -------------------------------------------------------------------------
     def template_files(self) -> list[str]:

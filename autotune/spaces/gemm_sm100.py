@@ -25,11 +25,10 @@ Not in the space (not implemented): a double-buffered accumulator (the TIRx-kern
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
-from .gemm_common import GemmProblem
 
 KNOBS: dict[str, tuple] = {
     "blk_n": (32, 64, 128, 192, 256),
@@ -86,10 +85,10 @@ def kernel_config(config: Config):
     return GemmConfig(**{k: v for k, v in config.items() if k not in RUNTIME_KNOBS})
 
 
-class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
+class GemmSm100Space(CategoricalKnobs, SearchSpace):
     name = "gemm_sm100"
-    kernel = "gemm"
     arch = "sm_100a"
+    op = GEMM
     default_shapes = SUITE
     runtime_knobs = RUNTIME_KNOBS
 
@@ -126,21 +125,16 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
     # -- problems -------------------------------------------------------------------------
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
-        m = re.fullmatch(r"\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*", text)
-        if not m:
-            raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")
-        M, N, K = (int(g) for g in m.groups())
+        problem = GEMM.parse(text, dtype)
         from kernels.gemm.sm100 import DTYPES
 
         if dtype not in DTYPES:
             raise ValueError(f"GEMM {text}: dtype {dtype} is not supported (float16, bfloat16)")
-        for name, size in (("N", N), ("K", K)):
-            if size < 8 or size % 8:
-                raise ValueError(f"GEMM {text}: {name}={size} must be a positive multiple of 8 "
-                                 "(TMA needs 16-byte row strides)")
-        if M < 1:
-            raise ValueError(f"GEMM {text}: M must be >= 1")
-        return Problem.of(dtype, M=M, N=N, K=K)
+        for name in ("N", "K"):
+            if problem[name] < 8 or problem[name] % 8:
+                raise ValueError(f"GEMM {text}: {name}={problem[name]} must be a positive "
+                                 "multiple of 8 (TMA needs 16-byte row strides)")
+        return problem
 
     # -- building and checking ------------------------------------------------------------
     def build(self, config: Config, problem: Problem):
@@ -165,6 +159,8 @@ class GemmSm100Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
     # -- identity -------------------------------------------------------------------------
     def template_files(self) -> list[str]:
-        root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
+        import kernels.gemm
+
+        root = Path(kernels.gemm.__file__).parent
         return [str(root / "sm100.py"), str(root / "_sm100_kernel.py")]
 

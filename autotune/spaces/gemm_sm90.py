@@ -14,18 +14,18 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - swap-AB writes D^T through registers: it needs the register epilogue.
 - split-K (a cluster of split_k CTAs per tile, reduced through DSMEM): one tile per cluster
   (not persistent), no multicast cluster, the register epilogue; each rank gets >= 1 K tile
-  (and stores an even share of the accumulators: every offered BLK_N allows it); at most 96
-  accumulators per thread (160 for one consumer at split 2: measured spills); the f32 partials
-  (consumers x accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
+  and stores an equal share of whole (col, col+1) accumulator pairs (accumulators a multiple of
+  2 x split_k); at most 96 accumulators per thread (160 for one consumer at split 2; 64 at
+  split 8, 32 for two consumers of wg_m=128: measured spills); the f32 partials (consumers x
+  accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
 
 Not in the space: stream-K, fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
-studies/results/suite_h100_s5/README.md.
+studies/2026-11-22-h100-gemm-sm90/README.md.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from kernels.gemm._sm90_config import (
@@ -33,11 +33,12 @@ from kernels.gemm._sm90_config import (
     GemmConfig,
     accumulator_regs,
     check_shape,
+    geometry,
     smem_bytes,
 )
 
+from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
-from .gemm_common import GemmProblem
 
 SMEM_LIMIT = 232448
 MAX_ACC_REGS = {1: 192, 2: 128}
@@ -45,8 +46,11 @@ MAX_ACC_REGS = {1: 192, 2: 128}
 # accumulators on (the TMA-store epilogue and wg_m=64 do not, up to 128).
 MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
 # Measured (ptxas, sm_90a): split-K's reduction needs registers beside the accumulators; above
-# these (by consumers, then split_k) it spills (e.g. 2 consumers x 112 at split 2: 152 B).
-MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96}, 2: {2: 96, 4: 96}}
+# these (by consumers, then split_k) it spills (e.g. 2 consumers x 112 at split 2: 152 B;
+# at split 8: 1 x 128 accumulators 32 B, 2 x 96 16 B).
+MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96, 8: 64}, 2: {2: 96, 4: 96, 8: 64}}
+# ... and two consumers of two m64 atoms each reduce 8 ways only up to 32 (64 spill 8 B).
+MAX_ACC_REGS_SPLIT_8_TWO_ATOMS = 32
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
 # The knobs and their values; `swap_ab` is offered for skinny problems only.
@@ -55,17 +59,24 @@ KNOBS: dict[str, tuple] = {
     "consumers": (1, 2),
     "blk_n": tuple(range(16, 257, 16)),
     "blk_k": (64, 128),
-    "stages": (2, 3, 4, 5, 6, 7, 8),
+    "stages": (2, 3, 4, 5, 6, 7, 8, 10, 12, 16),
     "cluster": tuple(CLUSTERS),
     "persistent": (True, False),
     "raster": ("m", "n"),
     "group": (1, 2, 4, 8, 16),
     "epilogue": ("tma", "reg"),
     "swap_ab": (False, True),
-    "split_k": (1, 2, 4),
+    "split_k": (1, 2, 4, 8),
     "l2_evict": ("first", "normal"),
 }
 SKINNY_M = 128
+# Decode tiles (N/64 swapped CTAs) under which split-K pays, and the CTAs it then aims for; the
+# CTAs a few-tile medium shape aims for (H100 in-block measurements: default_config).
+DECODE_SPLIT_BELOW_TILES = 24
+DECODE_FILL_CTAS = 48
+MEDIUM_FILL_CTAS = 48
+# Tile widths a large problem's 128-row tiles choose from when they take at most two waves.
+LARGE_BLK_N = (256, 224, 192, 160, 128)
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -93,10 +104,10 @@ def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
     return tiles / (-(-tiles // sms) * sms)
 
 
-class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
+class GemmSm90Space(CategoricalKnobs, SearchSpace):
     name = "gemm_sm90"
-    kernel = "gemm"
     arch = "sm_90a"
+    op = GEMM
     default_shapes = SUITE
 
     # -- the space ------------------------------------------------------------------------
@@ -146,6 +157,11 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
         if cfg.epilogue != "reg":
             out.append(f"split_k={sk} reduces and stores from registers: it needs epilogue='reg'")
         acc, cap = accumulator_regs(cfg), MAX_ACC_REGS_SPLIT_K[cfg.consumers][sk]
+        if sk == 8 and cfg.consumers == 2 and cfg.wg_m == 128:
+            cap = MAX_ACC_REGS_SPLIT_8_TWO_ATOMS
+        if acc % (2 * sk):
+            out.append(f"{acc} accumulators per thread do not split into {sk} equal shares of "
+                       f"whole (col, col+1) pairs: split_k={sk} needs a multiple of {2 * sk}")
         if acc > cap:
             out.append(f"{acc} accumulators per thread > {cap} with split_k={sk} and "
                        f"{cfg.consumers} consumer(s): the reduction would spill")
@@ -162,51 +178,111 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
         return []
 
     def default_config(self, problem: Problem) -> Config:
-        """Hand-tuned per shape class; the reasoning:
+        """Hand-tuned per shape class; the reasoning (H100 times are in-block: a CUDA graph of
+        decoder-like layers, studies/results/protocol_h100_2026-11-23/):
 
         - decode, M <= 64: bandwidth-bound on B (the weights). Swap A and B so N fills the
           64-row wgmma side and M becomes the narrow wgmma N (the smallest offered BLK_N >= M):
-          N/64 CTAs stream B with the deepest BLK_K=128 ring that fits (8 stages up to M=48,
-          7 at M=64), one consumer each.
-        - 64 < M <= 128: still skinny. When N/64 tiles fill at most half the SMs: swapped
-          (BLK_N=128 covers M) and K split in two (8 stages), so twice the CTAs stream B
-          (H100, 128x4096x4096: 173 vs 141 TFLOP/s; 128x4096x14336: 250 vs 207). Otherwise
-          not swapped: one 128-row tile of M (two consumers) and the narrowest BLK_N whose
-          tiles fit one wave of 132 SMs, deepest ring, TMA-store epilogue (128x6144x4096:
-          209 vs 183 TFLOP/s swapped; 128x28672x4096 with BLK_N=224: 300 vs 265).
+          N/64 CTAs stream B with the deepest BLK_K=128 ring that fits, one consumer each.
+          From 24 such tiles on, that many SMs draw what device memory gives (1x2048x2048, 32
+          tiles: 5.9 us, 6.9 with K split in two); fewer leave it idle, so K is split until
+          >= 40 CTAs stream (64x768x4096, 12 tiles: 9.5 us, 7.0 split four ways).
+        - 64 < M <= 128: still skinny: 64-row tiles of one consumer (twice the CTAs of
+          128-row ones), BLK_N the narrowest >= 48 whose tiles fit one wave, the deepest ring,
+          TMA-store epilogue, and the few-tile split below (96x2560x2560: 8.9 us against 11.6
+          swapped with K split in two; 128x6144x4096 20.4 against 20.9 with 128-row tiles;
+          earlier sessions' benchmarks the same at 128x4096 and 128x28672).
         - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128 or 192, whichever
           leaves the last wave of 132 SMs fuller (512x6144: 128 tiles of 128x192 in one wave,
           573 vs 452 TFLOP/s with 192 tiles of 128x128); persistent with grouped raster,
           TMA-store epilogue, the deepest ring that fits (6 or 4 stages).
+        - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
+          (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
+          (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
+          of 128x128; 192x1536x2048 6.4 against 12.3; 256x2048x8192 18.9 against 39.6;
+          2048x512x4096 13.8 against 42.8); under 48 such tiles, K split until >= 48 CTAs
+          (128x1024x4096: 9.2 us against 10.8).
         - large: 128x256 tiles (two 64-row consumers, 128 accumulators each, the widest that
           fits the register budget), 2x1 cluster multicasting B, persistent, group 8 for L2
           reuse, TMA-store epilogue; 4 stages fit beside its two 64-column staging buffers
-          (4096^3: 744 vs 721 TFLOP/s with 3 stages).
-        - operand loads evict-first in L2 up to M=1024, where each operand tile is read by few
-          CTAs and streamed once: they no longer evict, and first write back, the dirty lines
-          a previous kernel left (after a 256 MB memset, H100: 512x6144x4096 675 vs 578
-          TFLOP/s, 128x4096x4096 212 vs 178; unchanged with a clean L2,
-          scripts/ncu_gemm.py flushes). Large shapes reread tiles through L2: normal.
+          (4096^3: 744 vs 721 TFLOP/s with 3 stages). When 256-wide tiles take at most two
+          waves, the width of 256..128 with the fewest waves x BLK_N (4096x640x2048: 128
+          tiles of 128x160 in one wave, 17.8 us against 24.1 with 96 of 128x256).
+        - operand loads evict-first in L2: streamed tiles leave alone the lines a model's other
+          ops keep there (its activations) or left dirty. In the block, large shapes gain too,
+          in 10 of 12 comparisons on four H100s (2048x4096x4096 +3, +10, +9%; 4096^3 -2, -1,
+          +5%; 3072x6656x4096 +7.5%; 4096x640x2048 and 6144x1200x1024 +10..+20%), which no
+          isolated timer shows; up to M=1024 it was measured after a 256 MB memset
+          (512x6144x4096 675 vs 578 TFLOP/s, 128x4096x4096 212 vs 178; scripts/ncu_gemm.py
+          flushes).
         """
-        M = problem["M"]
+        M, N = problem["M"], problem["N"]
         if M <= 64:
             blk_n = min(n for n in self.knob_values(problem)["blk_n"] if n >= M)
-            return self._deepest(problem, self._complete(
+            config = self._deepest(problem, self._complete(
                 wg_m=64, consumers=1, blk_n=blk_n, blk_k=128, persistent=False,
                 epilogue="reg", swap_ab=True))
-        if M <= SKINNY_M:
-            if 2 * -(-problem["N"] // 64) <= H100_SMS and problem["K"] >= 4 * 64:
-                return self._complete(wg_m=64, consumers=1, blk_n=128, blk_k=64, stages=8,
-                                      persistent=False, epilogue="reg", swap_ab=True, split_k=2)
-            return self._deepest(problem, self._complete(
-                blk_n=_one_wave_blk_n(problem["N"], 1), persistent=False, stages=2))
-        if M <= 1024:
+            tiles = -(-N // 64)
+            if tiles < DECODE_SPLIT_BELOW_TILES:
+                config = self._split_to_fill(problem, config, tiles, DECODE_FILL_CTAS)
+            return config
+        if M > 1024:
+            config = self._large(problem)
+        elif M <= SKINNY_M:
+            return self._narrow_tiles(problem)
+        else:
             rows = -(-M // 128)
-            blk_n = max((128, 192), key=lambda n: _last_wave_fill(rows * -(-problem["N"] // n)))
-            return self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64,
-                                  stages=6 if blk_n == 128 else 4)
-        return self._complete(wg_m=64, consumers=2, blk_n=256, blk_k=64, stages=4, cluster="2x1",
-                              l2_evict="normal")
+            blk_n = max((128, 192), key=lambda n: _last_wave_fill(rows * -(-N // n)))
+            config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64,
+                                    stages=6 if blk_n == 128 else 4)
+        if self._grid(problem, config) >= H100_SMS // 2:
+            return config
+        return self._narrow_tiles(problem)
+
+    def _large(self, problem: Problem) -> Config:
+        """128-row tiles of two consumers in 2x1 clusters, persistent. BLK_N 256, unless those
+        tiles take at most two waves of the SMs: then the LARGE_BLK_N width with the fewest
+        waves x BLK_N (a wave's time grows with its tiles' width), the widest on a tie
+        (4096x640: 96 tiles of 256 columns, 5/6 of them inside N, in one wave; 128 of 160)."""
+        N = problem["N"]
+        rows = 2 * -(-problem["M"] // 256)  # tile rows, in pairs for the cluster
+
+        def waves(n):
+            return -(-rows * -(-N // n) // H100_SMS)
+
+        blk_n = 256
+        if waves(256) <= 2:
+            blk_n = min(LARGE_BLK_N, key=lambda n: (waves(n) * n, -n))
+        config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
+                                cluster="2x1")
+        return config if blk_n == 256 else self._deepest(problem, config)
+
+    def _narrow_tiles(self, problem: Problem) -> Config:
+        """64-row tiles of one consumer, the narrowest BLK_N that fits one wave (>= 48 up to
+        M=128, >= 64 above), K split when even those are too few (see default_config)."""
+        rows, N = -(-problem["M"] // 64), problem["N"]
+        blk_n = max(48 if problem["M"] <= SKINNY_M else 64, _one_wave_blk_n(N, rows))
+        config = self._deepest(problem, self._complete(
+            wg_m=64, consumers=1, blk_n=blk_n, blk_k=64, persistent=False))
+        tiles = rows * -(-N // blk_n)
+        if tiles < MEDIUM_FILL_CTAS:
+            split = self._split_to_fill(problem, {**config, "epilogue": "reg"}, tiles,
+                                        MEDIUM_FILL_CTAS)
+            config = split if split["split_k"] > 1 else config
+        return config
+
+    def _split_to_fill(self, problem: Problem, config: Config, tiles: int, ctas: int) -> Config:
+        """`config` with the smallest legal split-K of 2 and 4 (the splits measured to help)
+        that launches >= `ctas` CTAs (the largest legal one if none does; unchanged if none
+        is legal)."""
+        legal = [c for c in (self._deepest(problem, {**config, "split_k": s}) for s in (2, 4))
+                 if not self.violations(c, problem)]
+        return next((c for c in legal if tiles * c["split_k"] >= ctas),
+                    legal[-1] if legal else config)
+
+    @staticmethod
+    def _grid(problem: Problem, config: Config) -> int:
+        return geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid
 
     def seed_configs(self, problem: Problem) -> list[Config]:
         """Neighbours of the default that change one or two decisions of it: the alternatives
@@ -234,7 +310,10 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                      v(**{**wide, "blk_n": min(256, 2 * wide["blk_n"]), "split_k": 2},
                        epilogue="reg"),
                      v(swap_ab=True, wg_m=64, consumers=2, blk_n=max(64, base["blk_n"]),
-                       epilogue="reg", split_k=1)]
+                       epilogue="reg", split_k=1),
+                     v(split_k=4), v(split_k=8)]
+            if M > 64:
+                tries += self._narrow_family(problem)
         elif M <= 1024:
             rows = -(-M // 128)
             # the widest BLK_N whose tiles leave the last wave of SMs fullest (cuBLAS takes
@@ -244,17 +323,29 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                      v(blk_n=fill), v(blk_n=fill, cluster="2x1"), v(cluster="1x2"),
                      v(cluster="2x1"), v(wg_m=128, consumers=1), v(persistent=False),
                      v(epilogue="reg"), v(blk_n=256, cluster="2x1"),
-                     v(split_k=2, persistent=False, epilogue="reg")]
+                     v(split_k=2, persistent=False, epilogue="reg")] + self._narrow_family(problem)
         else:
             tries = [v(stages=3), v(cluster="1x1"), v(cluster="1x2"), v(persistent=False),
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
-                     v(epilogue="reg")]
+                     v(epilogue="reg")] + self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []
         for c in tries:
             if c != base and c not in out and not self.violations(c, problem):
                 out.append(c)
         return out
+
+    def _narrow_family(self, problem: Problem) -> list[Config]:
+        """The few-tile rule's config and its neighbours (the best of the H100 sweep over
+        tile x split-K on few-tile shapes: 128x1024x4096 took 128x64 tiles split 4 ways)."""
+        narrow = self._narrow_tiles(problem)
+        whole = self._deepest(problem, {**narrow, "split_k": 1, "epilogue": "tma"})
+
+        def split(s, **kw):
+            return self._deepest(problem, {**whole, **kw, "split_k": s, "epilogue": "reg"})
+
+        return [narrow, whole, split(2), split(4), split(4, wg_m=128),
+                self._deepest(problem, {**whole, "blk_n": min(256, 2 * whole["blk_n"])})]
 
     def _deepest(self, problem: Problem, config: Config) -> Config:
         """`config` with the most stages that keep it legal (unchanged if none does)."""
@@ -271,12 +362,9 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
 
     # -- problems -------------------------------------------------------------------------
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
-        m = re.fullmatch(r"\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*", text)
-        if not m:
-            raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")
-        M, N, K = (int(g) for g in m.groups())
-        check_shape(M, N, K, dtype)
-        return Problem.of(dtype, M=M, N=N, K=K)
+        problem = GEMM.parse(text, dtype)
+        check_shape(problem["M"], problem["N"], problem["K"], dtype)
+        return problem
 
     # -- building and checking ------------------------------------------------------------
     def build(self, config: Config, problem: Problem):
@@ -286,5 +374,7 @@ class GemmSm90Space(GemmProblem, CategoricalKnobs, SearchSpace):
                           kernel_config(config))
 
     def template_files(self) -> list[str]:
-        root = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
+        import kernels.gemm
+
+        root = Path(kernels.gemm.__file__).parent
         return [str(root / f) for f in ("sm90.py", "_sm90_wgmma.py", "_sm90_config.py")]

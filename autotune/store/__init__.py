@@ -1,17 +1,13 @@
 """The config store: tuned configs per (space, GPU model, shape) in diff-able JSON files under
 studies/configs/, with a header that a loader checks against the running GPU and template."""
 
-from pathlib import Path
-
 from .compat import (Gpu, StoreMismatchWarning, current_gpu, expected_header, load_compatible,
                      mismatches, store_path, template_hash)
-from .format import SCHEMA_VERSION, ConfigStore, CorruptStoreError, Entry, Header, problem_from_key
+from .format import SCHEMA_VERSION, ConfigStore, CorruptStoreError, Entry, Header
 from .merge import MergeConflict, merge, merge_into
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "studies" / "configs"
-
 __all__ = [
-    "DEFAULT_ROOT", "SCHEMA_VERSION", "ConfigStore", "CorruptStoreError", "Entry", "Gpu", "Header",
+    "SCHEMA_VERSION", "ConfigStore", "CorruptStoreError", "Entry", "Gpu", "Header",
     "MergeConflict", "StoreMismatchWarning", "current_gpu", "expected_header", "load_compatible",
-    "merge", "merge_into", "mismatches", "problem_from_key", "store_path", "template_hash",
+    "merge", "merge_into", "mismatches", "store_path", "template_hash",
 ]

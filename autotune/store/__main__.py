@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from ..errors import UserError
-from . import DEFAULT_ROOT, ConfigStore, Gpu, current_gpu, merge, merge_into, store_path
+from ..locations import store_root
+from . import ConfigStore, Gpu, current_gpu, merge, merge_into, store_path
 
 
 def cmd_export(args) -> int:
@@ -28,7 +29,7 @@ def cmd_export(args) -> int:
     except ImportError:
         pass
     store = store_from_studies(open_storage(args.storage), space, gpu, tvm_version)
-    path = args.out or store_path(args.root, space.name, gpu.device)
+    path = args.out or store_path(args.root or store_root(), space.name, gpu.device)
     merged = merge_into(path, store)
     print(f"{path}: {len(store.entries)} exported, {len(merged.entries)} in the store")
     return 0
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
     export.add_argument("--device", help="GPU model the studies ran on (default: this GPU)")
     export.add_argument("--driver", default="", help="with --device: its driver version")
     export.add_argument("--cuda", default="", help="with --device: its CUDA version")
-    export.add_argument("--root", default=str(DEFAULT_ROOT), help="store root (studies/configs)")
+    export.add_argument("--root", help="store root (default $AUTOTUNE_STORES, else ./studies/configs)")
     export.add_argument("--out", help="store file (default <root>/<space>/<device>.json)")
     merge_p = sub.add_parser("merge", help="merge store files; the faster entry per shape wins")
     merge_p.add_argument("files", nargs="+")
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show}[args.command](args)
-    except UserError as exc:
+    except (UserError, FileNotFoundError) as exc:  # both name what the user got wrong
         print(f"autotune.store: error: {exc}", file=sys.stderr)
         return 2
 

@@ -46,6 +46,8 @@ class Header:
     driver: str = ""
     cuda: str = ""
     tvm: str = ""
+    # where the times come from: "measured" on `device`, or "replayed from <table> (<hash>)"
+    provenance: str = "measured"
     schema: int = SCHEMA_VERSION
 
 
@@ -62,28 +64,12 @@ class Entry:
 
     @property
     def parsed_problem(self) -> Problem:
-        return problem_from_key(self.problem)
-
-
-def problem_from_key(key: str) -> Problem:
-    """Inverse of Problem.key: "M=16,N=4096,K=4096,dtype=bfloat16" -> Problem."""
-    sizes, dtype = [], None
-    for item in key.split(","):
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"problem key {key!r}: {item!r} is not NAME=VALUE")
-        if name == "dtype":
-            dtype = value
-        else:
-            sizes.append((name, int(value)))
-    if dtype is None:
-        raise ValueError(f"problem key {key!r} has no dtype")
-    return Problem(tuple(sizes), dtype)
+        return Problem.from_key(self.problem)
 
 
 def _sort_key(entry: Entry) -> tuple:
     p = entry.parsed_problem
-    return (p.dtype, tuple(name for name, _ in p.shape), tuple(v for _, v in p.shape))
+    return (p.dtype, tuple(name for name, _ in p.fields), tuple(v for _, v in p.fields))
 
 
 @dataclasses.dataclass

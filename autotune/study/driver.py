@@ -20,6 +20,7 @@ import collections
 import dataclasses
 import math
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -27,25 +28,36 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..errors import UserError
-from ..runner.base import Candidate, Result, Runner
+from ..runner.base import Candidate, Provenance, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
 from .final import FINAL_ATTR, chosen, is_current, run_final
+from .fixed import check_fixed
 from .proposals import Proposals
+from .storage import open_storage
 
-OK, COMPILED, ILLEGAL = "ok", "compiled", "illegal"
+OK, COMPILED, VALIDATED, ILLEGAL = "ok", "compiled", "validated", "illegal"
+NOT_FIXED = "not_fixed"  # a queued trial that does not match this session's fixed parameters
+OVER_BUDGET = "over_budget"  # another driver on the study spent the budget first
+UNCOUNTED = (ILLEGAL, NOT_FIXED, OVER_BUDGET)
+# Proposals of configs already measured, in a row, before a study stops: its sampler has little
+# left to propose (e.g. a budget larger than the legal space), and duplicates cost no budget.
+DUPLICATES_IN_A_ROW = 100
+MEASURED = Provenance("measured")
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
-def study_name(space: SearchSpace, problem: Problem, timed: bool = True) -> str:
-    # Compile-only trials carry no time: keep them out of the study that searches for speed.
-    return f"{space.name}/{problem.key}" + ("" if timed else "/compile-only")
+def study_name(space: SearchSpace, problem: Problem,
+               provenance: Provenance = MEASURED) -> str:
+    # Compile-only or replayed trials are no measurements: keep them out of the study that
+    # holds a device's times.
+    return f"{space.name}/{problem.key}{provenance.study_suffix}"
 
 
 @dataclasses.dataclass
 class StudySummary:
     problem: Problem
     study: optuna.Study
-    finished: int  # legal trials finished in the study (this session and earlier ones)
+    finished: int  # trials that count finished in the study (every driver, every session)
     measured: int  # candidates this session sent to the runner (retimes excluded)
     outcomes: collections.Counter  # this session's trials by outcome, illegal proposals too
     best: FrozenTrial | None  # the study's pick: the final round's winner, if it ran
@@ -63,6 +75,18 @@ class _Served:
     state: TrialState
     value: float | None
     attrs: dict[str, Any]
+
+
+def counts(t: FrozenTrial) -> bool:
+    """Whether a trial spends the study's budget, which is of configs measured: running (on any
+    driver), or finished with a result of its own. Not: illegal, duplicate, over-budget, queued,
+    or failed by a dead driver's heartbeat (it has no outcome; it was re-queued)."""
+    attrs = t.user_attrs
+    if "duplicate_of" in attrs or attrs.get("outcome") in UNCOUNTED:
+        return False
+    if t.state == TrialState.RUNNING:
+        return True
+    return t.state.is_finished() and "outcome" in attrs
 
 
 def _key(params: Config) -> tuple:
@@ -95,6 +119,8 @@ class _ProblemDriver:
         storage = study._storage  # optuna wraps an RDB storage in its cached storage
         interval = getattr(storage, "get_heartbeat_interval", lambda: None)()
         self._heartbeat = storage.record_heartbeat if interval else None
+        self._grace_s = getattr(getattr(storage, "_backend", storage), "grace_period", None) or 60
+        self._next_stale_check = time.monotonic() + self._grace_s
         self.served: dict[tuple, _Served] = {}
         self.running: dict[int, optuna.Trial] = {}  # trial number -> trial, sent to the runner
         self.in_flight: dict[tuple, int] = {}  # config key -> trial number measuring it
@@ -104,31 +130,38 @@ class _ProblemDriver:
         self.measured = 0
         self.outcomes: collections.Counter = collections.Counter()
         self.best_ms = math.inf
-        self.finished = self._load_finished()
+        self.duplicates_in_a_row, self.stopped = 0, None
+        self._load_finished()
         self.bar = None
         if progress:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=trials, initial=min(self.finished, trials), unit="trial",
+            self.bar = tqdm(total=trials, initial=min(self.finished(), trials), unit="trial",
                             desc=f"{space.name} {problem.key}", file=sys.stderr, dynamic_ncols=True)
 
     # -- state from the study ----------------------------------------------------------------
-    def _load_finished(self) -> int:
-        finished = 0
+    def _load_finished(self) -> None:
         for t in self.study.get_trials(deepcopy=False, states=_FINISHED):
-            if "outcome" not in t.user_attrs:
-                continue  # e.g. failed by a heartbeat after a driver died: re-queued, not a result
-            if t.user_attrs["outcome"] == ILLEGAL:
-                continue
-            finished += 1
-            self.served.setdefault(_key(t.params), _Served(t.number, t.state, t.value, t.user_attrs))
-            if t.state == TrialState.COMPLETE:
-                self.best_ms = min(self.best_ms, t.value)
-        return finished
+            if counts(t):
+                self.served.setdefault(_key(t.params),
+                                       _Served(t.number, t.state, t.value, t.user_attrs))
+                if t.state == TrialState.COMPLETE:
+                    self.best_ms = min(self.best_ms, t.value)
+
+    def finished(self) -> int:
+        """Finished trials that count, by every driver of the study."""
+        return sum(counts(t) and t.state.is_finished()
+                   for t in self.study.get_trials(deepcopy=False))
+
+    def _spent(self) -> int:
+        """Trials that count, running or finished, by every driver of the study."""
+        return sum(counts(t) for t in self.study.get_trials(deepcopy=False))
 
     def _enqueue_start(self) -> None:
-        """The default, then the space's seed configs, once per study (a resumed study has them)."""
-        if any(t.user_attrs.get("source") == "default" for t in self.study.get_trials(deepcopy=False)):
+        """The default, then the space's seed configs, once per study (a resumed study has
+        them); with fixed parameters, those configs with the fixed values, once per fix."""
+        trials = self.study.get_trials(deepcopy=False)
+        if not self.fixed and any(t.user_attrs.get("source") == "default" for t in trials):
             return
         default = {**self.space.default_config(self.problem), **self.fixed}
         self.study.enqueue_trial(default, user_attrs={"source": "default"}, skip_if_exists=True)
@@ -145,9 +178,8 @@ class _ProblemDriver:
         self.open -= 1
         outcome = attrs.get("outcome", "")
         self.outcomes[outcome] += 1
-        if outcome == ILLEGAL:
+        if outcome in UNCOUNTED or "duplicate_of" in attrs:
             return
-        self.finished += 1
         if state == TrialState.COMPLETE:
             self.best_ms = min(self.best_ms, value)
         if self.bar is not None:
@@ -174,9 +206,15 @@ class _ProblemDriver:
         attrs = {k: v for k, v in served.attrs.items() if k != "source"}
         attrs["duplicate_of"] = served.number
         self._tell(trial, served.state, served.value, attrs)
+        self.duplicates_in_a_row += 1
+        if self.duplicates_in_a_row >= DUPLICATES_IN_A_ROW:
+            self.stopped = (f"the sampler proposed {DUPLICATES_IN_A_ROW} measured configs in a "
+                            "row (the space may hold fewer legal configs than the budget)")
 
     def _result_attrs(self, result: Result) -> tuple[TrialState, float | None, dict]:
         attrs: dict[str, Any] = {"runner": self.runner.mode, "resources": result.resources}
+        if result.device:
+            attrs["device"] = result.device
         if result.compile_s is not None:
             attrs["compile_s"] = round(result.compile_s, 3)
         if result.rel_errors:
@@ -185,8 +223,9 @@ class _ProblemDriver:
             attrs.update(outcome=result.cause.value, cause=result.cause.value,
                          message=result.message[-2000:])
             return TrialState.FAIL, None, attrs
-        if result.timing is None:  # compile-only: honest, with no time
-            attrs.update(outcome=COMPILED)
+        if result.timing is None:  # compile-only or validated in simulation: no time
+            attrs.update(outcome=VALIDATED if self.runner.provenance.kind == "validated"
+                         else COMPILED)
             return TrialState.PRUNED, None, attrs
         t = result.timing
         attrs.update(outcome=OK, time_ms=t.median_ms, spread=t.spread,
@@ -208,6 +247,17 @@ class _ProblemDriver:
             return
         del self.running[number]
         state, value, attrs = self._result_attrs(result)
+        # Drivers sharing the study may ask at once: the trials created first hold the budget,
+        # and a config another driver measured first is that one's duplicate.
+        earlier = [t for t in self.study.get_trials(deepcopy=False)
+                   if t._trial_id < trial._trial_id and counts(t)]
+        twin = next((t.number for t in earlier if t.params == trial.params), None)
+        if twin is not None:
+            attrs["duplicate_of"] = twin
+        elif len(earlier) >= self.trials:
+            state, value = TrialState.PRUNED, None
+            attrs.update(outcome=OVER_BUDGET, message="the study's budget was spent by trials "
+                                                      "created before this one")
         if first is not None:
             attrs["first_time_ms"] = first.time_ms
             if state == TrialState.COMPLETE:
@@ -225,7 +275,9 @@ class _ProblemDriver:
 
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
-        while self.runner.in_flight < self.runner.slots and self.finished + self.open < self.trials:
+        spent = self._spent()  # by every driver of the study: they share one budget
+        while self.runner.in_flight < self.runner.slots and spent < self.trials \
+                and not self.stopped:
             refused = self.proposals.refused
             trial = self.proposals.ask()
             if self.proposals.refused > refused:
@@ -238,24 +290,43 @@ class _ProblemDriver:
             params = trial.params
             reasons = self.space.violations(params, self.problem)
             key = _key(params)
-            if reasons:
+            unfixed = [f"{k}={params.get(k)!r}" for k, v in self.fixed.items()
+                       if params.get(k) != v]
+            if unfixed:  # queued by an earlier session with other (or no) fixed parameters
+                self._tell(trial, TrialState.PRUNED, None, {
+                    "outcome": NOT_FIXED, "message": f"{', '.join(unfixed)} is not the fixed "
+                    f"{', '.join(f'{k}={v!r}' for k, v in self.fixed.items())}"})
+            elif reasons:
                 self._tell(trial, TrialState.PRUNED, None,
                            {"outcome": ILLEGAL, "cause": ILLEGAL, "message": "; ".join(reasons)})
             elif key in self.served:
                 self._serve(trial, self.served[key])
-            elif key in self.in_flight:
+            elif key in self.in_flight:  # its twin is being measured: it takes that result
+                trial.set_user_attr("duplicate_of", self.in_flight[key])
                 self.followers[self.in_flight[key]].append(trial)
             else:
+                spent += 1
+                self.duplicates_in_a_row = 0
                 self.in_flight[key] = trial.number
                 self.running[trial.number] = trial
                 self.measured += 1
                 self.runner.submit(Candidate(self.space, params, self.problem, tag=trial.number))
 
+    def _others_running(self) -> bool:
+        return any(t.state == TrialState.RUNNING and counts(t)
+                   for t in self.study.get_trials(deepcopy=False))
+
     def _beat(self) -> None:
+        """Heartbeats for this driver's trials; and, once per grace period, fail the trials of
+        drivers that died (their heartbeats stopped), which re-queues them for the living."""
         if not self._heartbeat:
             return
         for trial in list(self.running.values()) + [t for ts in self.followers.values() for t in ts]:
             self._heartbeat(trial._trial_id)
+        now = time.monotonic()
+        if now > self._next_stale_check:
+            optuna.storages.fail_stale_trials(self.study)
+            self._next_stale_check = now + self._grace_s
 
     def run(self) -> StudySummary:
         with warnings.catch_warnings():
@@ -268,7 +339,13 @@ class _ProblemDriver:
                 while True:
                     self._ask_more()
                     if not self.runner.in_flight:
-                        break
+                        if not self._others_running():
+                            break
+                        # The budget may be held by another driver's trials: wait until they
+                        # end, or until their driver is found dead and they come back queued.
+                        time.sleep(min(1.0, self._grace_s / 4))
+                        optuna.storages.fail_stale_trials(self.study)
+                        continue
                     for result in self.runner.collect(timeout=1.0):
                         self._finish(result)
                     self._beat()
@@ -279,8 +356,9 @@ class _ProblemDriver:
         pick = chosen(self.study)
         best, best_ms, default_ms = pick if pick else (None, None, None)
         final = self.study.user_attrs.get(FINAL_ATTR) if is_current(self.study) else None
-        return StudySummary(self.problem, self.study, self.finished, self.measured,
-                            self.outcomes, best, best_ms, default_ms, self.proposals.stopped, final)
+        return StudySummary(self.problem, self.study, self.finished(), self.measured,
+                            self.outcomes, best, best_ms, default_ms,
+                            self.proposals.stopped or self.stopped, final)
 
     def _final(self) -> None:
         """The final round, unless disabled, untimed, or current (nothing new since the last)."""
@@ -296,22 +374,35 @@ class _ProblemDriver:
 
 
 def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
-               timed: bool = True, timer: str = "rotate") -> optuna.Study:
-    """Create or resume the study of one problem. Its times come from one timer: resuming it
-    with another is refused (their times do not compare)."""
-    study = optuna.create_study(storage=storage, study_name=study_name(space, problem, timed),
+               provenance: Provenance = MEASURED, timer: str = "rotate") -> optuna.Study:
+    """Create or resume the study of one problem. Its times come from one kind of runner, one
+    timer and the same devices (or table): resuming it with others is refused (their times do
+    not compare)."""
+    study = optuna.create_study(storage=storage, study_name=study_name(space, problem, provenance),
                                 sampler=sampler, direction="minimize", load_if_exists=True)
+    where = {"kind": provenance.kind, **provenance.detail}
     if "space" not in study.user_attrs:
         for name, value in {"space": space.name, "kernel": space.kernel, "arch": space.arch,
-                            "problem": problem.key, "shape": problem.sizes, "dtype": problem.dtype,
-                            "flops": space.flops(problem), "timed": timed,
-                            "timer": timer}.items():
+                            "problem": problem.key, "shape": problem.values, "dtype": problem.dtype,
+                            "flops": space.flops(problem), "timed": provenance.timed,
+                            "timer": timer, "provenance": where}.items():
             study.set_user_attr(name, value)
     stored = study.user_attrs.get("timer", "rotate")  # studies from before the choice: rotate
-    if timed and stored != timer:
+    if provenance.timed and stored != timer:
         raise UserError(f"study {study.study_name!r} was timed with --timer {stored}; resume it "
                         f"with that timer, or tune with --timer {timer} into another --storage")
+    before = study.user_attrs.get("provenance")  # studies from before provenance: accepted
+    differ = [k for k in ("devices", "sha256") if before and before.get(k) != where.get(k)]
+    if differ:
+        raise UserError(f"study {study.study_name!r} holds times {_where(before)}; this runner's "
+                        f"come {_where(where)}: tune into another --storage")
     return study
+
+
+def _where(provenance: dict) -> str:
+    if provenance.get("kind") == "replayed":
+        return f"replayed from {provenance.get('table')} ({provenance.get('sha256')})"
+    return f"measured on {', '.join(provenance.get('devices') or ['?'])}"
 
 
 def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storage,
@@ -327,7 +418,14 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
     sampler's fixed parameters; it overrides the default config too. Then the final round
     (final.py) times the `final_top` fastest configs and the default `final_rounds` times each
     (0 for either: none; the pick is then the fastest trial)."""
-    study = open_study(space, problem, storage, timed=runner.timed, timer=runner.timer)
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, not {trials}")
+    if fixed:
+        check_fixed(space, [problem], fixed)
+    if isinstance(storage, str):
+        storage = open_storage(storage)
+    study = open_study(space, problem, storage, provenance=runner.provenance,
+                       timer=runner.timer)
     return _ProblemDriver(space, problem, study, sampler, runner, trials, retime_best, progress,
                           fixed, final_top, final_rounds).run()
 

@@ -15,6 +15,7 @@ storage share that queue, and only that: no draw of one can go to another."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Mapping
 
 import optuna
@@ -60,6 +61,7 @@ class Proposals:
         self.shadow = optuna.create_study(storage=optuna.storages.InMemoryStorage(),
                                           sampler=sampler, direction=study.direction)
         study.sampler = _Handover(self._hand_over)
+        self._study_id = study._storage.get_study_id_from_name(study.study_name)
         self._shadow_of: dict[int, int] = {}  # real trial number -> its shadow's number
         self._running: set[int] = set()  # real trials mirrored while running
         self._next: optuna.Trial | None = None  # a legal draw, not yet a real trial
@@ -70,10 +72,10 @@ class Proposals:
     def ask(self) -> optuna.Trial | None:
         """A running trial of the real study: a queued one, else the sampler's next legal draw;
         None once the sampler has stopped (`stopped` says why) and nothing is queued."""
-        if not self._refresh() and self._next is None:
-            self._next = self._legal_draw()
-            if self._next is None:
-                return None
+        if not self._refresh():
+            draw = self._next or self._legal_draw()
+            self._next = None
+            return None if draw is None else self._create(draw)
         self._taken = None
         trial = self.study.ask(self.distributions)
         if self._taken is not None and trial.params == self._taken.params:
@@ -81,6 +83,20 @@ class Proposals:
             self._running.add(trial.number)
         elif self._taken is not None:  # a queued trial fixing some parameters took the rest
             self._next = self._taken
+        return trial
+
+    def _create(self, draw: optuna.Trial) -> optuna.Trial:
+        """The draw as a running trial of the real study, written at once with its params (an
+        ask through the study's sampler writes each param in a transaction of its own)."""
+        template = FrozenTrial(
+            number=-1, trial_id=-1, state=TrialState.RUNNING, value=None,
+            datetime_start=datetime.datetime.now(), datetime_complete=None,
+            params=draw.params, distributions={k: self.distributions[k] for k in draw.params},
+            user_attrs={}, system_attrs={}, intermediate_values={})
+        trial = optuna.Trial(self.study, self.study._storage.create_new_trial(
+            self._study_id, template_trial=template))
+        self._shadow_of[trial.number] = draw.number
+        self._running.add(trial.number)
         return trial
 
     def _hand_over(self) -> Config:

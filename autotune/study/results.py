@@ -6,7 +6,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from .driver import ILLEGAL
+from .driver import ILLEGAL, counts
 from .final import chosen, is_current
 
 
@@ -15,6 +15,23 @@ def trials_table(study: optuna.Study) -> pd.DataFrame:
     cause...). Illegal proposals are not stored, only counted (StudySummary.outcomes)."""
     return study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs",
                                          "duration", "datetime_complete"))
+
+
+# Outcomes of trials that never reached a device (or reused another trial's result).
+_OFF_DEVICE = {ILLEGAL, "compile", "resources", "compiled", ""}
+
+
+def device_trials_per_min(study: optuna.Study) -> tuple[int, float | None]:
+    """Trials that ran on a device (timed, or failed there), and how many a minute finished in
+    steady state: between the first and the last of their completions (start-up excluded)."""
+    done = sorted(t.datetime_complete for t in study.get_trials(deepcopy=False)
+                  if t.state.is_finished() and t.datetime_complete
+                  and t.user_attrs.get("outcome", "") not in _OFF_DEVICE
+                  and "duplicate_of" not in t.user_attrs)
+    if len(done) < 2:
+        return len(done), None
+    span = (done[-1] - done[0]).total_seconds()
+    return len(done), (len(done) - 1) / span * 60 if span > 0 else None
 
 
 def best_configs(storage, space: str | None = None) -> pd.DataFrame:
@@ -27,9 +44,9 @@ def best_configs(storage, space: str | None = None) -> pd.DataFrame:
         attrs = study.user_attrs
         if space is not None and attrs.get("space") != space:
             continue
-        # Studies written before illegal proposals stayed in memory hold them, PRUNED.
-        trials = [t for t in study.get_trials(deepcopy=False)
-                  if t.user_attrs.get("outcome") != ILLEGAL]
+        # Trials that spent the budget: not illegal proposals (old studies stored them),
+        # duplicates, or trials failed by a dead driver's heartbeat (re-queued, no result).
+        trials = [t for t in study.get_trials(deepcopy=False) if counts(t)]
         pick = chosen(study)
         best, time_ms = pick[:2] if pick else (None, None)
         flops = attrs.get("flops")
@@ -41,8 +58,11 @@ def best_configs(storage, space: str | None = None) -> pd.DataFrame:
             "time_ms": time_ms,
             "tflops": flops / time_ms / 1e9 if flops and time_ms else None,
             "final": is_current(study),
+            "device_trials": device_trials_per_min(study)[0],
+            "trials_per_min": device_trials_per_min(study)[1],
             "trial": best.number if best else None,
             "config": dict(best.params) if best else None,
         })
     return pd.DataFrame(rows, columns=["space", "problem", "arch", "timed", "trials", "failed",
-                                       "time_ms", "tflops", "final", "trial", "config"])
+                                       "time_ms", "tflops", "final", "device_trials",
+                                       "trials_per_min", "trial", "config"])

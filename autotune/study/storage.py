@@ -4,7 +4,10 @@ and re-queue them."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import pathlib
+import time
 import warnings
 
 import optuna
@@ -12,6 +15,7 @@ import optuna
 from ..errors import UserError
 
 HEARTBEAT_S = 5
+CREATE_ATTEMPTS = 5
 GRACE_S = 20
 
 
@@ -32,30 +36,56 @@ def _display(url: str) -> str:
         return url.split("@")[-1]
 
 
-def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S) -> optuna.storages.RDBStorage:
-    """Open (creating if needed) the storage at `url`; StorageError with the reason if not."""
-    engine_kwargs = {}
+def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S,
+                 create: bool = True) -> optuna.storages.RDBStorage:
+    """Open the storage at `url` (creating it unless `create` is False); StorageError with the
+    reason if it cannot be."""
+    engine_kwargs, lock = {}, contextlib.nullcontext()
     if url.startswith("sqlite:///"):
         path = pathlib.Path(url[len("sqlite:///"):])
+        if not create and not path.exists():
+            raise StorageError(f"no storage at {path} (a mistyped path?)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the directory for {url}: {exc.strerror}") from None
-        # Several processes (driver, `autotune results`) may touch the file at once.
+        # Several processes (drivers, `autotune results`) may touch the file at once.
         engine_kwargs["connect_args"] = {"timeout": 30}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage = optuna.storages.RDBStorage(
-                url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
-                grace_period=grace_s,
-                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=2))
-    except Exception as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StorageError(f"cannot open storage {_display(url)}: {reason}") from None
+        lock = _creation_lock(path)
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            with lock, warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                storage = optuna.storages.RDBStorage(
+                    url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                    grace_period=grace_s,
+                    heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
+                        max_retry=2))
+            break
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            # Drivers creating a new database's tables at once collide (Optuna's schema setup is
+            # not atomic); the loser finds the tables made when it tries again.
+            if attempt + 1 < CREATE_ATTEMPTS and ("already exists" in reason
+                                                  or "duplicate key" in reason):
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise StorageError(f"cannot open storage {_display(url)}: {reason}") from None
     if url.startswith("sqlite"):
         _fast_sqlite(storage.engine)
     return storage
+
+
+@contextlib.contextmanager
+def _creation_lock(path: pathlib.Path):
+    """Serialize opening one SQLite file across processes: two drivers creating its tables at
+    once fail with "table studies already exists" (Optuna's schema setup is not atomic)."""
+    with open(path.with_name(path.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _fast_sqlite(engine) -> None:

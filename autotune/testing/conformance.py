@@ -28,6 +28,7 @@ from ..runner.compile import compile_candidate, compile_with_tirx
 from ..runner.devices import gpus_for_arch
 from ..spaces.base import IllegalConfig, Problem, SearchSpace
 from ..spaces.registry import discover
+from ..spaces.sampling import random_config
 
 
 def _contains(dist: optuna.distributions.BaseDistribution, value) -> bool:
@@ -37,18 +38,6 @@ def _contains(dist: optuna.distributions.BaseDistribution, value) -> bool:
         return dist._contains(dist.to_internal_repr(value))
     except (TypeError, ValueError):
         return False
-
-
-def _random_config(params: dict, rng: random.Random) -> dict:
-    config = {}
-    for name, dist in params.items():
-        if isinstance(dist, optuna.distributions.CategoricalDistribution):
-            config[name] = rng.choice(dist.choices)
-        elif isinstance(dist, optuna.distributions.IntDistribution):
-            config[name] = rng.randrange(dist.low, dist.high + 1, dist.step)
-        else:
-            config[name] = rng.uniform(dist.low, dist.high)
-    return config
 
 
 class SpaceConformance:
@@ -67,7 +56,7 @@ class SpaceConformance:
     def sampled_configs(self, problem: Problem) -> list[dict]:
         rng = random.Random(0)
         params = dict(self.space.parameters(problem))
-        return [_random_config(params, rng) for _ in range(self.samples)]
+        return [random_config(params, rng) for _ in range(self.samples)]
 
     # -- identity ----------------------------------------------------------------------------
     def test_identity(self):
@@ -138,6 +127,13 @@ class SpaceConformance:
             assert len(self.space.launch_scalars(default)) == len(runtime)
             assert not set(runtime) & set(self.space.compile_config(default))
 
+    def test_runtime_fields_are_fields(self):
+        for problem in self.problems():
+            missing = set(self.space.runtime_fields) - problem.values.keys()
+            assert not missing, f"runtime fields {sorted(missing)} are not fields of {problem.key}"
+            shared = self.space.binary_problem(problem)
+            assert shared.values.keys() == problem.values.keys() - set(self.space.runtime_fields)
+
     def test_violations_are_reasons(self):
         for problem in self.problems():
             legal = illegal = 0
@@ -153,6 +149,19 @@ class SpaceConformance:
                     legal += 1
                     self.space.check(config, problem)
             assert legal, f"no legal config among {self.samples} random samples for {problem.key}"
+
+    def test_a_missing_knob_is_a_violation(self):
+        for problem in self.problems():
+            default = self.space.default_config(problem)
+            for knob in self.space.parameters(problem):
+                config = {k: v for k, v in default.items() if k != knob}
+                try:
+                    reasons = self.space.violations(config, problem)
+                except Exception as exc:
+                    raise AssertionError(f"violations() raised {type(exc).__name__}: {exc} for a "
+                                         f"config without knob {knob!r}: it must name it") from exc
+                assert reasons and any(knob in r for r in reasons), (
+                    f"a config without knob {knob!r} is not refused by name: {reasons}")
 
     def test_violations_are_cheap(self):
         problem = self.problems()[0]
@@ -190,3 +199,13 @@ class SpaceConformance:
         result = evaluator.evaluate(Job(candidate, compiled, seed=1))
         assert result.ok, f"{result.cause}: {result.message}"
         assert result.timing is not None and result.timing.median_ms > 0
+
+    # -- the op ------------------------------------------------------------------------------
+    def test_op_declares_the_problems(self):
+        op = self.space.op
+        if op is None:
+            pytest.skip("names no op: tunable, not dispatchable")
+        assert self.space.kernel == op.name, f"kernel {self.space.kernel!r}, op {op.name!r}"
+        for problem in self.problems():
+            assert [name for name, _ in problem.fields] == list(op.fields), problem.key
+            assert op.from_key(problem.key) == problem, f"{problem.key} does not round-trip"

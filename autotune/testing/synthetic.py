@@ -2,7 +2,8 @@
 
 Its "kernel" is a numpy matmul with tile-size knobs and a known, deterministic time model, so a
 search must find `known_best`. Faults are injected per config (a partial config matches every
-config containing it): hang, crash, cuda_error, wrong, unwritten, compile, resources."""
+config containing it): hang, crash, cuda_error, wrong, unwritten, compile, resources,
+compile_hang."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from ..runner.validate import check_outputs, poison
 from ..spaces.base import Config, Problem, SearchSpace
 
 SMEM_LIMIT = 96 * 1024
-FAULTS = ("hang", "crash", "cuda_error", "wrong", "unwritten", "compile", "resources")
+FAULTS = ("hang", "crash", "cuda_error", "wrong", "unwritten", "compile", "resources",
+          "compile_hang")
 
 
 class SyntheticCompileError(RuntimeError):
@@ -60,6 +62,9 @@ class SyntheticSpace(SearchSpace):
         return (config["block_m"] + config["block_n"]) * 64 * 2 * config["stages"]
 
     def violations(self, config, problem):
+        missing = [k for k in self.parameters(problem) if k not in config]
+        if missing:
+            return [f"knob {k} is missing" for k in missing]
         reasons = []
         if self.smem_bytes(config) > SMEM_LIMIT:
             reasons.append(f"shared memory {self.smem_bytes(config)} B exceeds {SMEM_LIMIT} B")
@@ -135,7 +140,7 @@ class SyntheticSpace(SearchSpace):
 
 _FAULT_CAUSE = {"hang": Cause.TIMEOUT, "crash": Cause.CRASH, "cuda_error": Cause.CUDA_ERROR,
                 "wrong": Cause.VALIDATION, "unwritten": Cause.VALIDATION, "compile": Cause.COMPILE,
-                "resources": Cause.RESOURCES}
+                "resources": Cause.RESOURCES, "compile_hang": Cause.TIMEOUT}
 
 
 class SyntheticKernel:
@@ -155,6 +160,8 @@ def stub_compile(space: SyntheticSpace, config: Config, problem: Problem,
                  cache_dir: str | None = None) -> Compiled:
     """Stands in for compile_with_tirx: no TVM, a resource report from the model."""
     fault = space.fault(config)
+    if fault == "compile_hang":
+        time.sleep(3600)  # a compiler stuck in lowering
     if fault == "compile":
         raise SyntheticCompileError("nvrtc", "error: identifier \"wgmma_fake\" is undefined")
     if fault == "resources":

@@ -15,8 +15,6 @@ from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TCol, TileLayout, TLane, tid_in_wg
 
-from .sm100 import BLK_M, PRODUCER_REGS, TMEM_COLUMNS
-
 
 def _swizzle_for_row(row_bytes: int) -> SwizzleMode:
     if row_bytes % 128 == 0:
@@ -27,6 +25,7 @@ def _swizzle_for_row(row_bytes: int) -> SwizzleMode:
 
 
 def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict, fixed_group_m=None):
+    BLK_M, TMEM_COLUMNS, PRODUCER_REGS = cfg.blk_m, cfg.tmem_alloc_columns, cfg.producer_regs
     ab_type = tvm.DataType(dtype)
     acc_type = tvm.DataType("float32")
     ELEM_BYTES = 2

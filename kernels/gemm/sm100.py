@@ -30,13 +30,15 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from .. import registers
+
 BLK_M = 128  # rows of A (and D) per CTA per consumer: the tcgen05 M of one CTA
 TMEM_COLUMNS = 512  # fp32 columns of tensor memory per SM
 SMEM_LIMIT = 232448  # max dynamic shared memory per block on sm_100 (227 KiB)
 BARRIER_BYTES = 1024  # barriers and the TMEM address slot live below the first tile
-REGISTERS_PER_SM = 65536
 # setmaxnreg budget of the TMA/MMA warpgroup. 56 (the TIRx-kernels GEMM's figure) spilled the
-# scheduler's index math in some configs here; 96 leaves the epilogues 208 each with 2 consumers.
+# scheduler's index math in some configs here; 96 leaves the epilogues 200 each with 2 consumers
+# (the pool of three warpgroups starting at 168 is 504, see kernels/registers.py).
 PRODUCER_REGS = 96
 DTYPES = ("float16", "bfloat16")
 B200_SMS = 148
@@ -56,6 +58,12 @@ class GemmConfig:
     cta_group: int = 2  # 1: one-CTA MMA; 2: paired MMA over a 2-CTA cluster
     consumers: int = 2  # MMA consumers sharing one staged B tile
     multicast: bool = False  # cta_group=1 only: 2-CTA cluster along M multicasting B
+
+    # Template constants the kernel body reads off its config (it imports nothing from here);
+    # unannotated, so they are class attributes, not fields.
+    blk_m = BLK_M
+    tmem_alloc_columns = TMEM_COLUMNS
+    producer_regs = PRODUCER_REGS
 
     @property
     def cluster(self) -> int:
@@ -96,9 +104,10 @@ class GemmConfig:
 
     @property
     def epilogue_regs(self) -> int:
-        """setmaxnreg budget of each epilogue warpgroup: what the producer gives up, capped."""
-        per_thread = REGISTERS_PER_SM // 128 - PRODUCER_REGS
-        return min(256, per_thread // self.consumers // 8 * 8)  # setmaxnreg takes 24..256, x8
+        """setmaxnreg budget of each epilogue warpgroup: the CTA's register pool less the
+        producer's share, split between the epilogues, capped at setmaxnreg's 256."""
+        per_thread = registers.pool(self.warpgroups) - PRODUCER_REGS
+        return min(registers.SETMAXNREG_MAX, per_thread // self.consumers // 8 * 8)
 
 
 def config_violations(cfg: GemmConfig, M: int, N: int, K: int, dtype: str) -> list[str]:

@@ -1,0 +1,91 @@
+"""The timing protocol: a kernel's time as a model's forward pass sees it (issue 18).
+
+`time_in_graph`: back-to-back launches captured in one CUDA graph, over input sets whose
+weights together exceed L2 (so weights stream from device memory, as in a model whose layers
+each have their own), the time of a replay over the launches it holds.
+
+Chosen by measurement on H100s (studies/results/protocol_h100_2026-11-23/README.md) against
+the truth, a GEMM's time inside a CUDA graph of decoder-like layers (the previous op writes the
+activation, a distinct weight per layer, the next op reads the output), over 44 shapes and ~900
+timed configs plus cuBLAS in seven runs on four machines: the config it ranks first was on
+average 0.0-3.9% slower in the block than the block's best, per run, and it timed our kernels
+within a few % of the block (plus an offset of up to 2 us on one machine, the same for every
+config). The Python back-to-back timer read the launch rate of short kernels (+10% at M=1, +31%
+for cuBLAS at 256x1000x4096; its pick cost 6.6% on average in the last run); the L2-flushing
+timer the write-back of its memset's dirty lines (+20% on M <= 256). A producer op before each
+launch, its own time taken out, ranked no better. Limits: back to back, cuBLAS reads 2-11%
+faster than after another op; and no isolated timer sees how a kernel's L2 policy speeds up its
+neighbours (evict-first weight loads keep a model's activations in L2: in the block they were
+faster in 10 of 12 comparisons on large shapes, by up to 20%; in isolation, not faster).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Callable
+
+from .base import Timing
+
+GraphTimer = Callable[[Callable[[], None], int], list]
+
+
+def passes_per_graph(pass_ms: float, min_graph_ms: float, cap: int = 64) -> int:
+    """How many passes over the input sets one graph holds so that a replay lasts at least
+    `min_graph_ms` (event resolution is ~0.5 us; a decode GEMM takes ~5-15 us)."""
+    if pass_ms <= 0:
+        return cap
+    return max(1, min(cap, math.ceil(min_graph_ms / pass_ms)))
+
+
+def per_launch(replays_ms: list, launches: int, input_sets: int) -> Timing:
+    """Timing of one launch from the replay times of a graph that holds `launches`."""
+    each = sorted(t / launches for t in replays_ms)
+    return Timing(median_ms=statistics.median(each), min_ms=each[0], max_ms=each[-1],
+                  rounds=len(each), iters_per_round=launches, input_sets=input_sets)
+
+
+def time_in_graph(launch: Callable[[int], None], n_sets: int, *, replays: int = 10,
+                  min_graph_ms: float = 1.0, graph_ms: GraphTimer | None = None) -> Timing:
+    """Time `launch(i)` (one kernel on input set i, on the current stream) as a forward pass
+    runs it: captured in a CUDA graph, back to back over the n_sets input sets in turn (so no
+    Python launch cost sits between kernels), as many passes as make a replay last
+    `min_graph_ms`; the median over `replays` replays."""
+    graph_ms = graph_ms or graph_replays
+
+    def passes(n: int):
+        def run():
+            for _ in range(n):
+                for i in range(n_sets):
+                    launch(i)
+        return run
+
+    estimate = statistics.median(graph_ms(passes(1), 3))
+    n = passes_per_graph(estimate, min_graph_ms)
+    return per_launch(graph_ms(passes(n), replays), n * n_sets, n_sets)
+
+
+def graph_replays(body: Callable[[], None], replays: int) -> list:
+    """Capture `body` (kernel launches on the current stream) in a CUDA graph and return the
+    time of each of `replays` replays in ms, after one run outside the capture (libraries pick
+    their kernels and workspaces there) and two replays of warm-up."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    graph.replay()
+    graph.replay()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(replays)]
+    for start, end in events:
+        start.record()
+        graph.replay()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in events]

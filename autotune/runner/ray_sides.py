@@ -1,0 +1,189 @@
+"""Ray's builder and device pool: compiles as Ray tasks on the cluster's CPUs (shipping the
+artifact's bytes back, so compile and GPU nodes need not share a disk), and one actor per GPU
+(`num_gpus=1`: Ray pins it to its device) that validates and times. An overdue compile task is
+cancelled (its worker process killed); an overdue or dead actor is replaced."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import tempfile
+
+from .base import Candidate, Cause, Evaluator, Job, Provenance, Result
+from .builders import CompileService
+from .compile import Compiler, unpack
+from .sides import Builder, DevicePool, Key
+
+
+def _compile(service: CompileService, candidate: Candidate, pack: bool):
+    return service((candidate, pack))
+
+
+def _ready_refs(ray, refs: list) -> list:
+    if not refs:
+        return []
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    return ready
+
+
+class RayBuilder(Builder):
+    """Compile tasks on the Ray cluster's CPUs, `workers` at once (default: every CPU)."""
+
+    name = "ray"
+
+    def __init__(self, compiler: Compiler, workers: int | None = None,
+                 cache_dir: str | None = None):
+        import ray
+
+        self._ray = ray
+        self._slots = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.service = CompileService(compiler, cache_dir)
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_compile)
+        self._refs: dict = {}  # ObjectRef -> key
+
+    slots = property(lambda self: self._slots)
+    busy = property(lambda self: len(self._refs))
+
+    def start(self, key: Key, candidate: Candidate, pack: bool) -> None:
+        self._refs[self._task.remote(self.service, candidate, True)] = key
+
+    def harvest(self):
+        out = []
+        for ref in _ready_refs(self._ray, list(self._refs)):
+            key = self._refs.pop(ref)
+            try:
+                out.append((key, self._ray.get(ref)))
+            except self._ray.exceptions.RayError as exc:  # compile_candidate never raises
+                out.append((key, Result(None, Cause.CRASH, f"compile task died: {exc}")))
+        return out
+
+    def kill(self, key: Key) -> None:
+        ref = next(r for r, k in self._refs.items() if k == key)
+        del self._refs[ref]
+        self._ray.cancel(ref, force=True)
+
+    def wait_handles(self):
+        return "ray", list(self._refs)
+
+
+class _DeviceActor:
+    """Body of the per-GPU actor (wrapped with ray.remote at run time)."""
+
+    def __init__(self, evaluator: Evaluator):
+        self.evaluator = evaluator
+        self.evaluator.setup(None)
+        self.scratch = tempfile.mkdtemp(prefix="autotune-artifacts-")
+        self.jobs = 0
+
+    def ready(self) -> str | None:
+        """The name of the GPU Ray gave this actor (None for a logical GPU)."""
+        from .devices import visible_gpus
+
+        gpus = visible_gpus()
+        return gpus[0].name if gpus else None
+
+    def evaluate(self, job: Job) -> Result:
+        self.jobs += 1
+        compiled = unpack(job.compiled, os.path.join(self.scratch, str(self.jobs)))
+        return self.evaluator.evaluate(dataclasses.replace(job, compiled=compiled))
+
+
+class RayDevices(DevicePool):
+    """One actor per GPU of the cluster (`gpus` of them; default all)."""
+
+    name = "ray"
+    needs_files = True
+
+    def __init__(self, evaluator: Evaluator, gpus: int | None = None,
+                 start_timeout_s: float = 300.0, runner: str = "ray"):
+        import ray
+
+        from ..errors import UserError
+
+        self._ray = ray
+        available = int(ray.cluster_resources().get("GPU", 0))
+        n = available if gpus is None else gpus
+        if n < 1 or n > available:
+            raise UserError(f"the Ray cluster has {available} GPU(s); {n} requested")
+        self.evaluator, self.start_timeout_s = evaluator, start_timeout_s
+        self.timer = getattr(evaluator, "timer", self.timer)
+        # The actor's work is on its GPU: it claims no CPU, leaving every CPU to compile tasks.
+        self._actor_class = ray.remote(num_gpus=1, num_cpus=0, max_restarts=0)(_DeviceActor)
+        self.names: list[str | None] = []
+        self._actors = []
+        try:
+            for _ in range(n):
+                actor, name = self._new_actor()
+                self._actors.append(actor)
+                self.names.append(name)
+        except Exception:
+            self.close()
+            raise
+        self._runner = runner
+        self._refs: dict = {}  # ObjectRef -> (key, actor index)
+        self.restarts = 0
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance("measured", {"runner": self._runner, "timer": self.timer,
+                                       "devices": sorted({n or "logical GPU" for n in self.names}),
+                                       "host": socket.gethostname()})
+
+    slots = property(lambda self: len(self._actors))
+    busy = property(lambda self: len(self._refs))
+
+    def _new_actor(self):
+        actor = self._actor_class.remote(self.evaluator)
+        try:
+            return actor, self._ray.get(actor.ready.remote(), timeout=self.start_timeout_s)
+        except Exception as exc:
+            self._ray.kill(actor)
+            raise RuntimeError(f"a Ray device actor failed to start: {exc}") from exc
+
+    def _replace(self, i: int) -> None:
+        self._ray.kill(self._actors[i], no_restart=True)
+        self._actors[i], self.names[i] = self._new_actor()
+        self.restarts += 1
+
+    def start(self, key: Key, job: Job) -> None:
+        taken = {i for _, i in self._refs.values()}
+        i = next(i for i in range(len(self._actors)) if i not in taken)
+        self._refs[self._actors[i].evaluate.remote(job)] = (key, i)
+
+    def harvest(self):
+        out = []
+        for ref in _ready_refs(self._ray, list(self._refs)):
+            key, i = self._refs.pop(ref)
+            try:
+                result = self._ray.get(ref)
+            except self._ray.exceptions.RayActorError as exc:
+                result = Result(None, Cause.CRASH, f"device actor died: {type(exc).__name__}")
+                self._replace(i)
+            except self._ray.exceptions.RayTaskError as exc:
+                result = Result(None, Cause.ERROR, str(exc.cause if exc.cause else exc))
+            else:
+                if result.fatal:
+                    self._replace(i)
+            result.device = self.names[i]
+            out.append((key, result))
+        return out
+
+    def kill(self, key: Key) -> None:
+        ref = next(r for r, (k, _) in self._refs.items() if k == key)
+        _, i = self._refs.pop(ref)
+        self._replace(i)
+
+    def wait_handles(self):
+        return "ray", list(self._refs)
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor, no_restart=True)
+        self._actors = []
+
+
+def wait_refs(handles: list, timeout: float) -> None:
+    import ray
+
+    ray.wait(handles, num_returns=1, timeout=timeout)
