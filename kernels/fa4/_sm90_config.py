@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
 from .problem import AttentionProblem
 
@@ -22,8 +23,8 @@ HEAD_DIMS = (64, 128)
 BARRIER_BYTES = 1024  # the mbarriers, below the 1024-byte aligned tiles
 ORDERS = ("head", "lpt")  # launch-time tile orders (see AttentionSm90Config.order)
 # Registers a consumer thread needs besides its S, P and O fragments (descriptors, softmax
-# statistics, indices, addresses): calibrated on the compile sweep (studies/results/
-# fa4_sm90_compile_sweep.jsonl), where every config within this margin compiled spill-free.
+# statistics, indices, addresses): calibrated on the compile sweep (studies/
+# 2026-11-23-fa4-sm90-compile-sweep/), where every config within this margin compiled spill-free.
 CONSUMER_OVERHEAD_REGS = 32
 
 
@@ -181,6 +182,13 @@ def launch_scalars(cfg: AttentionSm90Config, num_sms: int) -> tuple[int, int]:
     """The kernel's launch-time parameters (max_ctas, order) for `cfg` on a GPU with `num_sms`
     SMs (kernels/fa4/sm90.py says what they do)."""
     return (num_sms if cfg.persistent else NO_CTA_LIMIT), ORDER_CODES[cfg.order]
+
+
+def template_files() -> list[str]:
+    """The sources a compiled Hopper attention kernel depends on (its version is their hash)."""
+    fa4 = Path(__file__).resolve().parent
+    return [str(fa4 / f) for f in ("sm90.py", "_sm90_config.py", "_sm90_mma.py", "problem.py")
+            ] + [str(fa4.parent / "gemm" / "_sm90_wgmma.py")]
 
 
 def compile_key(cfg: AttentionSm90Config) -> tuple:

@@ -58,6 +58,8 @@ SCHED_BARRIER = 4  # named barriers 4.. order the consumers' wgmma issue (1..3: 
 # what a traced thread waits for (build_attention(trace=True)); DONE: past its last wait of the tile
 TRACE_WAITS = ("q_empty", "k_empty", "v_empty", "q_full", "k_full", "v_full", "sched", "mma_s",
                "mma_o", "epilogue_sync", "store_read", "done")
+_TRACE_SRC = ("__device__ __forceinline__ void trace_pair(int* p, int a, int b) { "
+              "((volatile int*)p)[0] = a; ((volatile int*)p)[1] = b; __threadfence_system(); }")
 NEG_INF = float("-inf")
 LN2 = math.log(2.0)
 
@@ -77,7 +79,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
     trace=True (debugging a hang, not for use) appends a TRACE parameter, an int32 (NT, 8)
     buffer with NT >= the grid (host memory mapped into the device reads while the kernel
     runs): before every wait, the producer thread writes its tile t to TRACE[cta, 0] and
-    `j * 16 + WAIT` to TRACE[cta, 1`], consumer c's leader its tile to TRACE[cta, 2 + 2c] and
+    `j * 16 + WAIT` to TRACE[cta, 1], consumer c's leader its tile to TRACE[cta, 2 + 2c] and
     `step * 16 + WAIT` to TRACE[cta, 3 + 2c]; WAIT is a TRACE_WAITS index."""
     bad = violations(cfg, problem)
     if bad:
@@ -117,11 +119,17 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         n_max = T.max(0, T.min(n_kv, T.floordiv((m_block + 1) * BM - 1 + off, BN) + 1))
         return n_max, T.min(tail, T.floordiv(m_block * BM + off + 1, BN))
 
+    def trace_pair(TRACE, cta, col, t, step, what: str):
+        """TRACE[cta, col:col + 2] = (t, step * 16 + WAIT), visible to the host while the
+        kernel runs (volatile stores, then a system-scope fence)."""
+        T.evaluate(T.cuda.func_call(
+            "trace_pair", T.address_of(TRACE[cta, col]), t,
+            step * 16 + TRACE_WAITS.index(what), source_code=_TRACE_SRC))
+
     def producer_mark(TRACE, cta, t, j, what: str):
         """Trace the wait the producer thread is about to enter (trace=True only)."""
         if trace:
-            T.buffer_store(TRACE, t, [cta, 0])
-            T.buffer_store(TRACE, j * 16 + TRACE_WAITS.index(what), [cta, 1])
+            trace_pair(TRACE, cta, 0, t, j, what)
 
     def load(dst, src, b, row0, rows, head, bar, stage=None):
         """TMA loads of rows [row0, row0 + rows) of one head into a tile (a ring stage), one
@@ -177,9 +185,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         """Trace the wait the consumer's leader is about to enter (trace=True only)."""
         if trace:
             with when(cx.leader):
-                T.buffer_store(cx.TRACE, cx.t, [cx.bx, 2 + 2 * cx.consumer])
-                T.buffer_store(cx.TRACE, cx.step * 16 + TRACE_WAITS.index(what),
-                               [cx.bx, 3 + 2 * cx.consumer])
+                trace_pair(cx.TRACE, cx.bx, 2 + 2 * cx.consumer, cx.t, cx.step, what)
 
     def release(cx, bar, ring):
         with when(cx.leader):
@@ -488,8 +494,8 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
             cx = T.meta_var(types.SimpleNamespace(
                 consumer=wg_id - 1 if C > 1 else 0, warp=warp, lane=lane,
                 leader=T.And(warp == 0, lane == 0), B=B, SQ=SQ, SK=SK, n_mblocks=n_mblocks,
-                order=order, O=O, LSE=LSE, TRACE=TRACE, bx=bx, Qs=Qs, q_full=q_full, q_empty=q_empty, k_full=k_full,
-                k_empty=k_empty, v_full=v_full, v_empty=v_empty,
+                order=order, O=O, LSE=LSE, TRACE=TRACE, bx=bx, Qs=Qs, q_full=q_full, q_empty=q_empty,
+                k_full=k_full, k_empty=k_empty, v_full=v_full, v_empty=v_empty,
                 s=T.alloc_local((S_REGS,), "float32"), p=T.alloc_local((P_REGS,), "uint32"),
                 acc=T.alloc_local((O_REGS,), "float32"), m=T.alloc_local((2,), "float32"),
                 m_new=T.alloc_local((2,), "float32"), l=T.alloc_local((2,), "float32"),

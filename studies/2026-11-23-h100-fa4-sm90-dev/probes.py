@@ -1,6 +1,6 @@
 """Development probes of the Hopper attention kernel on a GPU machine (no TVM there).
 
-    python studies/2026-11-23_fa4_sm90_dev/probes.py build DIR          # CPU: traced binaries
+    python studies/2026-11-23-h100-fa4-sm90-dev/probes.py build DIR          # CPU: traced binaries
     python3 probes.py persist | gqa | bench                             # GPU, prebuilt artifacts
     python3 probes.py hang DIR NAME BATCH SEQLEN [--persistent]          # GPU, traced binary
 
@@ -60,6 +60,7 @@ def probe(name, B, SQ, SK=None, persistent=None, order=None, limit=6.0):
     watchdog.cancel()
     print("ok", tag, f"{(time.time() - t0) * 1e3:.1f} ms nan_o={int(o.isnan().sum())}",
           flush=True)
+    return q, k, v, o, lse
 
 
 def bench():
@@ -143,6 +144,40 @@ def hang(src: Path, name: str, B: int, S: int, persistent: bool, limit: float = 
     os._exit(3)
 
 
+# GPU call 5: which launches hang. (name, batch, seqlen_q, seqlen_k, persistent, order); a
+# persistent launch of more tiles than SMs makes each CTA walk several tiles.
+CASES = [
+    ("hd128_bfloat16_full_28x4", 1, 16384, 16384, False, "head"),
+    ("hd128_bfloat16_full_28x4", 1, 16384, 16384, True, "head"),
+    ("hd128_bfloat16_full_32x8", 1, 16384, 16384, True, "head"),
+    ("hd128_bfloat16_full_16x16", 1, 16384, 16384, True, "head"),
+    ("hd128_bfloat16_full_16x16", 4, 4096, 4096, True, "lpt"),
+    ("hd128_bfloat16_causal_16x16", 4, 4096, 4096, False, "lpt"),
+    ("hd128_bfloat16_causal_16x16", 4, 4096, 4096, False, "head"),
+    ("hd128_bfloat16_causal_16x16", 4, 4096, 4096, True, "head"),
+    ("hd128_bfloat16_causal_16x16", 4, 4096, 4096, True, "lpt"),
+    ("hd128_bfloat16_causal_16x16", 1, 1024, 1024, True, "head"),
+    *((f"sweep{i}", 4, 2048, 2048, True, "head") for i in (22, 23, 24, 33, 29, 43, 27)),
+]
+
+
+def cases(start: int, mark: Path):
+    """Run CASES[start:], each once with a watchdog and a sampled reference check; on a hang
+    print it and exit (the caller restarts after the index written to `mark`)."""
+    import torch
+
+    from kernels.fa4.reference_torch import attention_reference, check_rows, errors, failures
+
+    for i in range(start, len(CASES)):
+        mark.write_text(str(i))
+        name, B, SQ, SK, persistent, order = CASES[i]
+        q, k, v, o, lse = probe(name, B, SQ, SK, persistent, order)
+        _, p, _ = K.load(name)
+        rows = check_rows(SQ, "cuda", sample=128)
+        ref = attention_reference(q, k, v, p.causal, p.scale, rows)
+        print("  check", failures(errors(o, lse, *ref, rows), p.dtype) or "pass", flush=True)
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     if what == "build":
@@ -150,6 +185,8 @@ if __name__ == "__main__":
     elif what == "hang":
         hang(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
              "--persistent" in sys.argv)
+    elif what == "cases":
+        cases(int(sys.argv[2]), Path(sys.argv[3]))
     elif what == "bench":
         bench()
     elif what == "persist":
