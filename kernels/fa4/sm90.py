@@ -50,14 +50,11 @@ from kernels.gemm._sm90_wgmma import (
     wgmma_ss,
 )
 
-from ._sm90_config import WG_ROWS, AttentionSm90Config, violations
+from ._sm90_config import TRACE_WAITS, WG_ROWS, AttentionSm90Config, violations
 from ._sm90_mma import K16_ROWS_UNITS, keep_alive, mn_major_lbo, pack_pair, wgmma_rs
 from .problem import AttentionProblem
 
 SCHED_BARRIER = 4  # named barriers 4.. order the consumers' wgmma issue (1..3: their own syncs)
-# what a traced thread waits for (build_attention(trace=True)); DONE: past its last wait of the tile
-TRACE_WAITS = ("q_empty", "k_empty", "v_empty", "q_full", "k_full", "v_full", "sched", "mma_s",
-               "mma_o", "epilogue_sync", "store_read", "done")
 _TRACE_SRC = ("__device__ __forceinline__ void trace_pair(int* p, int a, int b) { "
               "((volatile int*)p)[0] = a; ((volatile int*)p)[1] = b; __threadfence_system(); }")
 NEG_INF = float("-inf")
@@ -237,8 +234,13 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
                 for h in range(2):
                     mask_scores(cx, h, n)
         for h in range(2):
-            mx = T.cuda.warp_reduce(tree([s[i] for i in row_indices(h)], T.max), "max", 4)
-            mx = mx * T.float32(SCALE_LOG2)
+            # the row max goes to a register first: an expression holding the shuffles, used
+            # in both arms of the Select below, would put them in one arm (C's ?:), where only
+            # some lanes run them, and a shuffle that waits for lanes that never come hangs
+            T.buffer_store(cx.m_new, T.cuda.warp_reduce(
+                tree([s[i] for i in row_indices(h)], T.max), "max", 4) * T.float32(SCALE_LOG2),
+                [h])
+            mx = cx.m_new[h]
             if first:
                 m_new = mx
             elif THRESHOLD > 0:
