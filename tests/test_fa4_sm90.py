@@ -142,17 +142,3 @@ def test_the_grid_is_the_tiles_or_the_cta_limit(cache):
         scalars = launch_scalars(dataclasses.replace(config, persistent=persistent), 132)
         grid = [evaluate(g, (q, None, None, None, None, *scalars)) for g in art.launch.grid]
         assert grid == [ctas, 1, 1]
-
-
-def test_the_trace_build_takes_a_trace_buffer_and_changes_nothing_else(cache):
-    """build_attention(trace=True), the hang-debugging variant, compiles; trace=False is the
-    kernel every other test and record covers."""
-    import tirx
-    from kernels.fa4.sm90 import build_attention
-
-    problem, config = SAMPLE[0]
-    art = tirx.build(build_attention(problem, config, trace=True), "sm_90a", cache_dir=cache)
-    assert [(a.name, a.shape) for a in art.launch.args][-1] == ("TRACE", ("NT", 8))
-    assert art.resources.spill_bytes == 0
-    plain = build_attention(problem, config)
-    assert "TRACE" not in plain.script()

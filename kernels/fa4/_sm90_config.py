@@ -22,10 +22,6 @@ WG_ROWS = 64  # query rows per consumer warpgroup: the M of one wgmma
 HEAD_DIMS = (64, 128)
 BARRIER_BYTES = 1024  # the mbarriers, below the 1024-byte aligned tiles
 ORDERS = ("head", "lpt")  # launch-time tile orders (see AttentionSm90Config.order)
-# what a traced thread waits for (kernels/fa4/sm90.py, build_attention(trace=True)); "done": past
-# its last wait of the tile
-TRACE_WAITS = ("q_empty", "k_empty", "v_empty", "q_full", "k_full", "v_full", "sched", "mma_s",
-               "mma_o", "epilogue_sync", "store_read", "done")
 # Registers a consumer thread needs besides its S, P and O fragments (descriptors, softmax
 # statistics, indices, addresses): calibrated on the compile sweep (studies/
 # 2026-11-23-fa4-sm90-compile-sweep/), where every config within this margin compiled spill-free.

@@ -50,13 +50,11 @@ from kernels.gemm._sm90_wgmma import (
     wgmma_ss,
 )
 
-from ._sm90_config import TRACE_WAITS, WG_ROWS, AttentionSm90Config, violations
+from ._sm90_config import WG_ROWS, AttentionSm90Config, violations
 from ._sm90_mma import K16_ROWS_UNITS, keep_alive, mn_major_lbo, pack_pair, wgmma_rs
 from .problem import AttentionProblem
 
 SCHED_BARRIER = 4  # named barriers 4.. order the consumers' wgmma issue (1..3: their own syncs)
-_TRACE_SRC = ("__device__ __forceinline__ void trace_pair(int* p, int a, int b) { "
-              "((volatile int*)p)[0] = a; ((volatile int*)p)[1] = b; __threadfence_system(); }")
 NEG_INF = float("-inf")
 LN2 = math.log(2.0)
 
@@ -69,15 +67,9 @@ def when(cond):
             yield
 
 
-def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: bool = False):
+def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
     """The TIRx PrimFunc attention(Q, K, V, O, LSE, max_ctas, order) for `problem` and `cfg`
-    (layouts in kernels/fa4/problem.py).
-
-    trace=True (debugging a hang, not for use) appends a TRACE parameter, an int32 (NT, 8)
-    buffer with NT >= the grid (host memory mapped into the device reads while the kernel
-    runs): before every wait, the producer thread writes its tile t to TRACE[cta, 0] and
-    `j * 16 + WAIT` to TRACE[cta, 1], consumer c's leader its tile to TRACE[cta, 2 + 2c] and
-    `step * 16 + WAIT` to TRACE[cta, 3 + 2c]; WAIT is a TRACE_WAITS index."""
+    (layouts in kernels/fa4/problem.py)."""
     bad = violations(cfg, problem)
     if bad:
         raise ValueError("illegal attention config: " + "; ".join(bad))
@@ -115,18 +107,6 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         off = SK - SQ  # bottom-right alignment: query i sees keys j <= i + off
         n_max = T.max(0, T.min(n_kv, T.floordiv((m_block + 1) * BM - 1 + off, BN) + 1))
         return n_max, T.min(tail, T.floordiv(m_block * BM + off + 1, BN))
-
-    def trace_pair(TRACE, cta, col, t, step, what: str):
-        """TRACE[cta, col:col + 2] = (t, step * 16 + WAIT), visible to the host while the
-        kernel runs (volatile stores, then a system-scope fence)."""
-        T.evaluate(T.cuda.func_call(
-            "trace_pair", T.address_of(TRACE[cta, col]), t,
-            step * 16 + TRACE_WAITS.index(what), source_code=_TRACE_SRC))
-
-    def producer_mark(TRACE, cta, t, j, what: str):
-        """Trace the wait the producer thread is about to enter (trace=True only)."""
-        if trace:
-            trace_pair(TRACE, cta, 0, t, j, what)
 
     def load(dst, src, b, row0, rows, head, bar, stage=None):
         """TMA loads of rows [row0, row0 + rows) of one head into a tile (a ring stage), one
@@ -167,22 +147,14 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
 
     def wait_s(cx, pending: int):
         """Wait until at most `pending` commit groups are in flight, S's among the done."""
-        mark(cx, "mma_s")
         T.evaluate(T.ptx.wgmma.wait_group.sync.aligned(pending))
         fence_accumulators(cx.s, S_REGS)
 
     def wait_o(cx):
         """Wait for P V: O is final for this tile, and P's registers may be reused."""
-        mark(cx, "mma_o")
         T.evaluate(T.ptx.wgmma.wait_group.sync.aligned(0))
         fence_accumulators(cx.acc, O_REGS)
         keep_alive(cx.p, P_REGS)
-
-    def mark(cx, what: str):
-        """Trace the wait the consumer's leader is about to enter (trace=True only)."""
-        if trace:
-            with when(cx.leader):
-                trace_pair(cx.TRACE, cx.bx, 2 + 2 * cx.consumer, cx.t, cx.step, what)
 
     def release(cx, bar, ring):
         with when(cx.leader):
@@ -191,7 +163,6 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
 
     def sched_sync(cx):
         if PINGPONG:
-            mark(cx, "sched")
             T.evaluate(T.ptx.bar.sync(T.uint32(SCHED_BARRIER + cx.consumer), T.uint32(256)))
 
     def sched_arrive(cx):
@@ -271,18 +242,10 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         for j in range(P_REGS):
             T.evaluate(pack_pair(dtype, cx.p, j, cx.s[2 * j], cx.s[2 * j + 1]))
 
-    def wait_k(cx):
-        mark(cx, "k_full")
-        cx.k_full.wait(cx.ks.stage, cx.ks.phase)
-
-    def wait_v(cx):
-        mark(cx, "v_full")
-        cx.v_full.wait(cx.vs.stage, cx.vs.phase)
-
     def first_tile(cx, n):
         """The first (highest) key tile: S, softmax (masked: it may hold the key tail or the
         diagonal) and, without overlap, its P V."""
-        wait_k(cx)
+        cx.k_full.wait(cx.ks.stage, cx.ks.phase)
         wgmma_fence((cx.s, S_REGS))
         issue_qk(cx, cx.ks.stage)
         wait_s(cx, 0)
@@ -291,7 +254,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         to_p(cx)
         T.buffer_store(cx.pv_acc, T.bool(False), [0])
         if not OVERLAP:
-            wait_v(cx)
+            cx.v_full.wait(cx.vs.stage, cx.vs.phase)
             sched_sync(cx)
             wgmma_fence()
             issue_pv(cx, cx.vs.stage)
@@ -301,9 +264,9 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
     def next_tile(cx, n, first_masked):
         """Key tile n after the first. Overlap: Q K^T of n and P V of the previous tile go out
         together, the softmax of n runs while P V does. Without: S, softmax, then P V."""
-        wait_k(cx)
+        cx.k_full.wait(cx.ks.stage, cx.ks.phase)
         if OVERLAP:
-            wait_v(cx)
+            cx.v_full.wait(cx.vs.stage, cx.vs.phase)
             sched_sync(cx)
             wgmma_fence((cx.s, S_REGS), (cx.acc, O_REGS))
             issue_qk(cx, cx.ks.stage)
@@ -325,7 +288,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
             softmax(cx, n, first=False, mask_from=first_masked)
             rescale_o(cx)
             to_p(cx)
-            wait_v(cx)
+            cx.v_full.wait(cx.vs.stage, cx.vs.phase)
             sched_sync(cx)
             wgmma_fence((cx.acc, O_REGS))
             issue_pv(cx, cx.vs.stage)
@@ -336,7 +299,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         """Overlap: P V of the last visited (lowest) key tile. Without: the ping-pong turn
         that the last P V took is handed on."""
         if OVERLAP:
-            wait_v(cx)
+            cx.v_full.wait(cx.vs.stage, cx.vs.phase)
             wgmma_fence((cx.acc, O_REGS))
             issue_pv(cx, cx.vs.stage)
             wait_o(cx)
@@ -348,12 +311,9 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
         """Key tiles n_max-1 down to 0. The first may hold the key tail or the diagonal; of
         the others only causal ones may need masking, which a uniform branch skips past the
         diagonal (one loop body: two would each want their own register assignment)."""
-        cx.step = 0
         first_tile(cx, n_max - 1)
         with T.serial(0, n_max - 1) as j:
-            cx.step = j + 1
             next_tile(cx, n_max - 2 - j, first_masked)
-        cx.step = n_max
         last_pv(cx)
 
     def no_keys(cx):
@@ -382,7 +342,6 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
                 T.buffer_store(cx.LSE, lse, [b, hq, row])
         for i in range(O_REGS):
             T.buffer_store(cx.acc, cx.acc[i] * cx.corr[(i // 2) % 2], [i])
-        mark(cx, "epilogue_sync")
         T.evaluate(T.cuda.warpgroup_sync(1 + cx.consumer))  # all warps past their last Q K^T
         words = cx.frag.view("uint32")
         lane_row = cx.consumer * WG_ROWS + cx.warp * 16 + (cx.lane // 8) % 2 * 8 + cx.lane % 8
@@ -402,17 +361,13 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
                 Tx.copy_async(cx.O[b, cx.row0:cx.row0 + WG_ROWS, hq, c0:c0 + COL_BLOCK],
                               cx.Qs[r0:r0 + WG_ROWS, c0:c0 + COL_BLOCK], dispatch="tma_explicit")
             T.evaluate(T.ptx.cp.async_.bulk.commit_group())
-            mark(cx, "store_read")
             T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(0))
             cx.q_empty.arrive(0)
-        mark(cx, "done")
 
     def consumer_tile(cx, t):
         m_block, b, hq = tile_coords(t, cx.n_mblocks, cx.B, cx.order)
         n_max, first_masked = kv_range(m_block, cx.SQ, cx.SK)
         cx.row0 = m_block * BM + cx.consumer * WG_ROWS
-        cx.t, cx.step = t, 0
-        mark(cx, "q_full")
         cx.q_full.wait(0, cx.qp.phase)
         cx.qp.advance()
         with T.If(n_max > 0):
@@ -422,8 +377,17 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
                 no_keys(cx)
         epilogue(cx, b, hq)
 
-    @T.inline
-    def kernel(Q, K, V, O, LSE, max_ctas, order, B, SQ, SK, TRACE):
+    @T.prim_func
+    def attention(q: T.handle, k: T.handle, v: T.handle, o: T.handle, lse: T.handle,
+                  max_ctas: T.int32, order: T.int32):
+        B = T.int32()
+        SQ = T.int32()
+        SK = T.int32()
+        Q = T.match_buffer(q, (B, SQ, HQ, D), dtype)
+        K = T.match_buffer(k, (B, SK, HKV, D), dtype)
+        V = T.match_buffer(v, (B, SK, HKV, D), dtype)
+        O = T.match_buffer(o, (B, SQ, HQ, D), dtype)
+        LSE = T.match_buffer(lse, (B, HQ, SQ), "float32")
         T.device_entry()
         # one block per SM: ptxas then starts every thread at the block's register cap, the
         # count setmaxnreg trades from (without it, ptxas ignores setmaxnreg)
@@ -472,23 +436,19 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
                         hq = T.meta_var(tile_coords(t, n_mblocks, B, order)[2])
                         hkv = T.meta_var(hq // GROUP)
                         n_max = T.meta_var(kv_range(m_block, SQ, SK)[0])
-                        producer_mark(TRACE, bx, t, 0, "q_empty")
                         q_empty.wait(0, qp.phase)
                         q_full.arrive(0, Q_BYTES)
                         load(Qs, Q, b, m_block * BM, BM, hq, q_full.ptr_to([0]))
                         qp.advance()
                         for j in T.serial(n_max):
                             n0 = T.meta_var((n_max - 1 - j) * BN)
-                            producer_mark(TRACE, bx, t, j, "k_empty")
                             k_empty.wait(ring.stage, ring.phase)
                             k_full.arrive(ring.stage, KV_BYTES)
                             load(Ks, K, b, n0, BN, hkv, k_full.ptr_to([ring.stage]), ring.stage)
-                            producer_mark(TRACE, bx, t, j, "v_empty")
                             v_empty.wait(ring.stage, ring.phase)
                             v_full.arrive(ring.stage, KV_BYTES)
                             load(Vs, V, b, n0, BN, hkv, v_full.ptr_to([ring.stage]), ring.stage)
                             ring.advance()
-                        producer_mark(TRACE, bx, t, n_max, "done")
                         t = t + n_ctas
         else:
             # ---------------- consumers ----------------
@@ -496,8 +456,8 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
             cx = T.meta_var(types.SimpleNamespace(
                 consumer=wg_id - 1 if C > 1 else 0, warp=warp, lane=lane,
                 leader=T.And(warp == 0, lane == 0), B=B, SQ=SQ, SK=SK, n_mblocks=n_mblocks,
-                order=order, O=O, LSE=LSE, TRACE=TRACE, bx=bx, Qs=Qs, q_full=q_full, q_empty=q_empty,
-                k_full=k_full, k_empty=k_empty, v_full=v_full, v_empty=v_empty,
+                order=order, O=O, LSE=LSE, Qs=Qs, q_full=q_full, q_empty=q_empty, k_full=k_full,
+                k_empty=k_empty, v_full=v_full, v_empty=v_empty,
                 s=T.alloc_local((S_REGS,), "float32"), p=T.alloc_local((P_REGS,), "uint32"),
                 acc=T.alloc_local((O_REGS,), "float32"), m=T.alloc_local((2,), "float32"),
                 m_new=T.alloc_local((2,), "float32"), l=T.alloc_local((2,), "float32"),
@@ -531,35 +491,5 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config, trace: 
             if warp == 0:
                 if lane == 0:
                     T.ptx.cp.async_.bulk.wait_group(0)
-
-
-    if not trace:
-        @T.prim_func
-        def attention(q: T.handle, k: T.handle, v: T.handle, o: T.handle, lse: T.handle,
-                      max_ctas: T.int32, order: T.int32):
-            B = T.int32()
-            SQ = T.int32()
-            SK = T.int32()
-            Q = T.match_buffer(q, (B, SQ, HQ, D), dtype)
-            K = T.match_buffer(k, (B, SK, HKV, D), dtype)
-            V = T.match_buffer(v, (B, SK, HKV, D), dtype)
-            O = T.match_buffer(o, (B, SQ, HQ, D), dtype)
-            LSE = T.match_buffer(lse, (B, HQ, SQ), "float32")
-            kernel(Q, K, V, O, LSE, max_ctas, order, B, SQ, SK, None)
-    else:
-        @T.prim_func
-        def attention(q: T.handle, k: T.handle, v: T.handle, o: T.handle, lse: T.handle,
-                      max_ctas: T.int32, order: T.int32, trace_h: T.handle):
-            B = T.int32()
-            SQ = T.int32()
-            SK = T.int32()
-            NT = T.int32()
-            Q = T.match_buffer(q, (B, SQ, HQ, D), dtype)
-            K = T.match_buffer(k, (B, SK, HKV, D), dtype)
-            V = T.match_buffer(v, (B, SK, HKV, D), dtype)
-            O = T.match_buffer(o, (B, SQ, HQ, D), dtype)
-            LSE = T.match_buffer(lse, (B, HQ, SQ), "float32")
-            TRACE = T.match_buffer(trace_h, (NT, 8), "int32")
-            kernel(Q, K, V, O, LSE, max_ctas, order, B, SQ, SK, TRACE)
 
     return attention
