@@ -1,12 +1,13 @@
 """Benchmark of the Hopper attention kernel (kernels/fa4/sm90.py): TFLOP/s of the hand-tuned
 default and of the best of a sweep of legal configs, beside cuDNN and FlashAttention-2 (torch
 SDPA backends), all measured in one run under the tuner's timing protocol
-(runner.protocol.time_in_graph). head_dim 128, 16 heads, batch x seqlen = 16k tokens, seqlen
-1k/4k/8k/16k, causal and not (causal counts half the FLOPs), bfloat16.
+(runner.protocol.time_on_sets over input_sets). head_dim 128, 16 heads, batch x seqlen = 16k
+tokens, seqlen 1k/4k/8k/16k, causal and not (causal counts half the FLOPs), bfloat16.
 
     python -m autotune.bench.attention build DIR          # CPU: compile the candidates
     python -m autotune.bench.attention run DIR OUT        # GPU machine (no TVM needed)
-    ncu -k regex:attention --launch-skip 1 python -m autotune.bench.attention launch DIR LABEL SEQLEN
+    ncu -k regex:attention --launch-skip 1 \
+        python -m autotune.bench.attention launch DIR LABEL SEQLEN    # profile one candidate
 
 The candidates are the default per causal flag and its neighbours in the legal space (block_n,
 ping-pong, the rescale threshold), each binary with every value of the
@@ -39,6 +40,8 @@ from kernels.fa4._sm90_config import (
     violations,
 )
 from kernels.fa4.problem import AttentionProblem, flops
+
+from ..runner.base import PROTOCOL
 
 HEADS, HEAD_DIM, TOKENS, DTYPE = 16, 128, 16384, "bfloat16"
 SEQLENS = (1024, 4096, 8192, 16384)
@@ -102,7 +105,7 @@ def watchdog(what: str, out: Path):
     return timer
 
 
-def header(n_sets: int) -> dict:
+def header() -> dict:
     import torch
     import triton
 
@@ -113,8 +116,9 @@ def header(n_sets: int) -> dict:
             "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(), "python": platform.python_version(),
             "heads": HEADS, "head_dim": HEAD_DIM, "tokens": TOKENS, "dtype": DTYPE,
-            "protocol": f"autotune.runner.protocol.time_in_graph over {n_sets} input sets "
-                        "(median of 10 graph replays)"}
+            "protocol": f"{PROTOCOL}: autotune.runner.protocol.time_on_sets over input_sets "
+                        "(CUDA-graph replays of back-to-back launches over input copies that "
+                        "together exceed 2x L2; median of 10 replays)"}
 
 
 def run(src: Path, out: Path) -> None:
@@ -124,25 +128,25 @@ def run(src: Path, out: Path) -> None:
     import tirx
     from kernels.fa4.reference_torch import attention_reference, check_rows, errors, failures
 
-    from ..runner.protocol import time_in_graph
+    from ..runner.protocol import input_sets, time_on_sets
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    n_sets = 2  # Q, K, V of one set (192 MiB) already exceed the L2: each launch streams them
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{RESULTS}.jsonl"
-    path.write_text(json.dumps(header(n_sets)) + "\n")
+    path.write_text(json.dumps(header()) + "\n")
     kernels = {}
     for causal in (False, True):
         p = problem(causal)
         for seqlen in SEQLENS:
             batch = TOKENS // seqlen
             shape = (batch, seqlen, HEADS, HEAD_DIM)
-            sets = [[torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(3)]
-                    + [torch.empty(shape, dtype=torch.bfloat16, device="cuda"),
-                       torch.empty(batch, HEADS, seqlen, device="cuda")] for _ in range(n_sets)]
+            sets = input_sets([*(torch.randn(shape, dtype=torch.bfloat16, device="cuda")
+                                 for _ in range(3)),
+                               torch.empty(shape, dtype=torch.bfloat16, device="cuda"),
+                               torch.empty(batch, HEADS, seqlen, device="cuda")])
             rows = check_rows(seqlen, "cuda")
             ref = attention_reference(*sets[0][:3], causal, p.scale, rows)
-            launches, results = {}, []
+            binds, results = {}, [{"name": "input_sets", "sets": len(sets)}]
             for label, (name, c) in candidates(causal).items():
                 if name not in kernels:
                     kernels[name] = tirx.Kernel(tirx.Artifact.load(src / name))
@@ -158,20 +162,23 @@ def run(src: Path, out: Path) -> None:
                 if bad:
                     results.append({"name": label, "failed": bad})
                 else:
-                    launches[label] = (lambda i, kern=kern, s=scalars:
-                                       kern(*sets[i], *s, check=False))
+                    binds[label] = (lambda s, kern=kern, sc=scalars:
+                                    lambda: kern(*s, *sc, check=False))
             for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
                                    ("fa2", SDPBackend.FLASH_ATTENTION)):
-                def sdpa(i, backend=backend):
-                    q, k, v = (x.transpose(1, 2) for x in sets[i][:3])
-                    with sdpa_kernel(backend):
-                        torch.nn.functional.scaled_dot_product_attention(q, k, v,
-                                                                         is_causal=causal)
-                launches[label] = sdpa
-            for label, launch in launches.items():
+                def sdpa(s, backend=backend):
+                    q, k, v = (x.transpose(1, 2) for x in s[:3])
+
+                    def call():
+                        with sdpa_kernel(backend):
+                            torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                             is_causal=causal)
+                    return call
+                binds[label] = sdpa
+            for label, bind in binds.items():
                 timer = watchdog(f"timing {label} causal={causal} seqlen={seqlen}", path)
                 try:
-                    t = time_in_graph(launch, n_sets)
+                    t = time_on_sets(bind, sets)
                 except RuntimeError as exc:  # e.g. a backend that cannot be captured: say so
                     results.append({"name": label, "error": str(exc)[:300]})
                     continue
@@ -184,7 +191,7 @@ def run(src: Path, out: Path) -> None:
                     f.write(json.dumps({"causal": causal, "seqlen": seqlen, "batch": batch,
                                         **r}) + "\n")
             print(table_row(causal, seqlen, results), flush=True)
-            del sets
+            del sets, binds
     report(path)
 
 
@@ -232,9 +239,10 @@ def _ratio(a, b):
 
 def table_row(causal: bool, seqlen: int, results: list[dict]) -> str:
     s = summary(causal, results)
+    ratios = [_f(_ratio(s[a], s[b]), ".2f")
+              for a, b in (("tuned", "cudnn"), ("tuned", "fa2"), ("default", "cudnn"))]
     return (f"| {'yes' if causal else 'no'} | {seqlen} | {_f(s['default'])} | {_f(s['tuned'])} | "
-            f"{_f(s['cudnn'])} | {_f(s['fa2'])} | {_f(_ratio(s['tuned'], s['cudnn']), '.2f')} | "
-            f"{_f(_ratio(s['tuned'], s['fa2']), '.2f')} | {_f(_ratio(s['default'], s['cudnn']), '.2f')}"
+            f"{_f(s['cudnn'])} | {_f(s['fa2'])} | {' | '.join(ratios)}"
             f" | {s['tuned_config']} ({s['candidates']} timed"
             f"{', failed: ' + ', '.join(s['failed']) if s['failed'] else ''}) |")
 
@@ -249,7 +257,7 @@ def report(path: Path) -> str:
              f"{head['dtype']}; TFLOP/s = 4 b h s^2 d / time (causal: half); timing: "
              f"{head['protocol']}.", "",
              "| causal | seqlen | default | tuned | cuDNN | FA2 | tuned/cuDNN | tuned/FA2 | "
-             "default/cuDNN | tuned config (candidates) |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "default/cuDNN | tuned config (candidates) |", "|---" * 10 + "|"]
     for causal in (False, True):
         for seqlen in SEQLENS:
             sel = [r for r in rows if r.get("causal") == causal and r.get("seqlen") == seqlen]
