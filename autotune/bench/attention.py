@@ -112,7 +112,9 @@ def header() -> dict:
     props = torch.cuda.get_device_properties(0)
     return {"kind": "header", "device": props.name, "sms": props.multi_processor_count,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "command": shlex.join(["python", "-m", "autotune.bench.attention", *sys.argv[1:]]),
+            # the output folder is the machine's own: recorded as OUT (no machine paths)
+            "command": shlex.join(["python", "-m", "autotune.bench.attention",
+                                   *sys.argv[1:-1], "OUT"]),
             "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(), "python": platform.python_version(),
             "heads": HEADS, "head_dim": HEAD_DIM, "tokens": TOKENS, "dtype": DTYPE,
