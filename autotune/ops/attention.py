@@ -9,6 +9,7 @@ masks aligned to the bottom right. The kernels take (Q, K, V, O, LSE) then their
 
 Torch binding: op(q, k, v, causal=False) -> o, as flash_attn_func(q, k, v, causal=causal). The
 log-sum-exp the kernels also write is scratch here (forward-only inference does not read it).
+A decode step of GQA runs as the problem with its query heads packed into rows (packs_heads).
 Tensors are used through their methods (no torch import at module level)."""
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ def sdpa(q, k, v, causal: bool, backend: str | None = None):
         o = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, is_causal=is_causal,
                                            enable_gqa=group > 1)
     return o.transpose(1, 2)
+
+
+def packs_heads(seqlen_q: int, heads_q: int, heads_kv: int) -> bool:
+    """Whether a call runs with its query heads packed into query rows: a decode step (one
+    query per sequence) of GQA. Its group's query heads see the same keys, so as query rows of
+    one head they share each K/V tile load, and a tile of 64+ rows holds `group` rows instead
+    of one (FlashAttention-3's pack_gqa). Causal or not is the same there: the one query sees
+    every key (bottom-right alignment)."""
+    return seqlen_q == 1 and heads_q > heads_kv
 
 
 class Attention(Op):
@@ -155,6 +165,8 @@ class Attention(Op):
 
     # -- the torch binding ----------------------------------------------------------------
     def call_problem(self, args: tuple) -> Problem:
+        """The problem the kernel runs for this call: the call's own, or for a decode step of
+        GQA its heads packed into query rows (`packs_heads`)."""
         if len(args) not in (3, 4):
             raise ValueError(f"attention takes (q, k, v, causal=False), got {len(args)} arguments")
         q, k, v = args[:3]
@@ -169,22 +181,34 @@ class Attention(Op):
         if len(dtypes) != 1:
             raise ValueError(f"attention: q, k, v have different dtypes {sorted(dtypes)}")
         b, sq, hq, d = q.shape
-        return self.problem(dtypes.pop(), batch=b, seqlen_q=sq, seqlen_k=k.shape[1],
-                            heads_q=hq, heads_kv=k.shape[2], head_dim=d, causal=causal)
+        sk, hkv = k.shape[1], k.shape[2]
+        if hkv and hq % hkv == 0 and packs_heads(sq, hq, hkv):
+            return self.problem(dtypes.pop(), batch=b, seqlen_q=hq // hkv, seqlen_k=sk,
+                                heads_q=hkv, heads_kv=hkv, head_dim=d, causal=False)
+        return self.problem(dtypes.pop(), batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
+                            heads_kv=hkv, head_dim=d, causal=causal)
 
     def launcher(self, args: tuple, problem: Problem, kernel) -> Launcher:
         """Run the kernel on contiguous q, k, v (a fused projection's views are strided) into a
-        fresh o and a scratch lse."""
+        fresh o and a scratch lse; a decode step of GQA with its heads packed (`packs_heads`)."""
+        b, sq, hq, d = args[0].shape
+        hkv = args[1].shape[2]
+        packed = packs_heads(sq, hq, hkv)
         lse_shape = (problem["batch"], problem["heads_q"], problem["seqlen_q"])
 
         def launch(args, out):
             import torch
 
             q, k, v = (t if t.is_contiguous() else t.contiguous() for t in args[:3])
-            o = q.new_empty(q.shape) if out is None else out
+            if packed:  # query head j * group + g becomes query row g of key/value head j
+                q = q.reshape(b, hkv, hq // hkv, d).transpose(1, 2).contiguous()
+            o = q.new_empty(q.shape) if out is None or packed else out
             lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
             kernel(q, k, v, o, lse, check=False)  # shapes and dtype are fixed by the route's key
-            return o
+            if not packed:
+                return o
+            o = o.transpose(1, 2).reshape(b, sq, hq, d)
+            return o if out is None else out.copy_(o)
 
         return launch
 
@@ -192,7 +216,7 @@ class Attention(Op):
         """torch SDPA, backend of torch's choosing."""
 
         def launch(args, out):
-            o = sdpa(*args[:3], problem["causal"])
+            o = sdpa(*args[:3], bool(args[3]) if len(args) == 4 else False)
             if out is None:
                 return o.contiguous()  # as the kernels' o (and the fake's)
             out.copy_(o)

@@ -43,10 +43,12 @@ class Fa4Sm90Space(CategoricalKnobs, SearchSpace):
     arch = "sm_90a"
     op = ATTENTION
     # The benchmark: head_dim 128, 16 heads, 16k tokens per batch, causal and not; and
-    # the decoder block's (Llama-3-8B, GQA 32:8): prefill, and decode over a 4k cache.
+    # the decoder block's (Llama-3-8B, GQA 32:8): prefill, and a decode step of 64 sequences
+    # over a 4k cache, which runs with its 4 query heads per K/V head packed into query rows
+    # (ops/attention.py, packs_heads): 64x1x4096/32:8/128 is this problem.
     default_shapes = tuple(f"{16384 // s}x{s}/16/128{c}" for s in (1024, 4096, 8192, 16384)
                            for c in ("", "/causal")) + ("1x4096/32:8/128/causal",
-                                                        "64x1x4096/32:8/128")
+                                                        "64x4x4096/8/128")
     runtime_knobs = cfg_rules.RUNTIME_KNOBS
     runtime_fields = RUNTIME_FIELDS
 
