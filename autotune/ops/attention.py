@@ -163,6 +163,10 @@ class Attention(Op):
             k, v = (t.repeat_interleave(group, dim=2) for t in (k, v))
         return lambda: sdpa(q, k, v, causal, backend)
 
+    def other_vendors(self, problem: Problem, inputs: list) -> dict:
+        """The other SDPA backends of VENDORS (FlashAttention-2), for reports."""
+        return {name: self.vendor(problem, inputs, name) for name in VENDORS if name != "cudnn"}
+
     # -- the torch binding ----------------------------------------------------------------
     def call_problem(self, args: tuple) -> Problem:
         """The problem the kernel runs for this call: the call's own, or for a decode step of
