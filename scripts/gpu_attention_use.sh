@@ -7,7 +7,8 @@
 #   python -m autotune.dispatch prebuild --space gemm_sm90 --device "NVIDIA H100 80GB HBM3" \
 #       --no-stored --out .dispatch \
 #       --shapes $(python examples/llama_block.py --list-shapes gemm ...)
-# Usage: scripts/gpu_attention_use.sh OUT_DIR. Env: DECODE, PREFILL (the block's M values).
+# Usage: scripts/gpu_attention_use.sh OUT_DIR. Env: DECODE, PREFILL (the block's M values),
+# ATTENTION_SHAPES (compare's), TESTS_K (pytest -k), TESTS_S/COMPARE_S/BLOCK_S (time limits).
 OUT=${1:?usage: scripts/gpu_attention_use.sh OUT_DIR}
 ATTENTION_SHAPES=${ATTENTION_SHAPES:-"4x4096/16/128 4x4096/16/128/causal \
   1x4096/32:8/128/causal 64x4x1025/8/128"}
@@ -17,7 +18,7 @@ export PYTHONPATH=$PWD:$PWD/tests AUTOTUNE_ARTIFACTS=$PWD/.dispatch PYTHONUNBUFF
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
 python3 -c "import torch as t; print('torch', t.__version__, 'cuDNN', t.backends.cudnn.version())" \
   | tee -a $OUT/gpu.txt
-timeout ${TESTS_S:-60} python3 -m pytest -q -p no:cacheprovider \
+timeout ${TESTS_S:-60} python3 -m pytest -q -p no:cacheprovider ${TESTS_K:+-k "$TESTS_K"} \
   tests/test_attention_dispatch_gpu.py 2>&1 | tail -12 | tee $OUT/gpu_tests.txt
 timeout ${COMPARE_S:-60} python3 -m autotune.compare attention --shapes $ATTENTION_SHAPES \
   --rounds 5 --out $OUT/compare 2>&1 | tail -12
