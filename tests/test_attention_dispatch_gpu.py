@@ -69,9 +69,10 @@ def test_captured_in_a_cuda_graph_it_replays_on_new_inputs(attention):
 
 def test_under_torch_compile(attention):
     q, k, v = qkv(1, 512, 512)
+    assert attention.route(q, k, v, True).reason != "vendor"
 
     def block(q, k, v):
-        return torch.ops.autotune.attention(q * 2, k, v, False).float().square().mean()
+        return torch.ops.autotune.attention(q * 2, k, v, True).float().square().mean()
 
     compiled = torch.compile(block, fullgraph=True)
     assert torch.allclose(compiled(q, k, v), block(q, k, v), rtol=1e-3)
