@@ -6,7 +6,7 @@ binding's checks, launcher and fake."""
 import numpy as np
 import pytest
 
-from autotune.ops.attention import ATTENTION, fa4_problem, packs_heads, sdpa
+from autotune.ops.attention import ATTENTION, BENCHMARK_SHAPES, fa4_problem, packs_heads, sdpa
 from kernels.fa4 import reference
 
 torch = pytest.importorskip("torch")
@@ -41,6 +41,19 @@ def test_parse_and_short_syntax_round_trip(text, want):
 def test_bad_shapes_are_refused_by_name(text, words):
     with pytest.raises(ValueError, match=words):
         ATTENTION.parse(text)
+
+
+def test_causal_rows_without_keys_cannot_be_tuned_but_can_be_called():
+    assert ATTENTION.untunable(ATTENTION.parse("1x100x200/8/128/causal")) == []
+    assert ATTENTION.untunable(ATTENTION.parse("1x200x100/8/128")) == []
+    reasons = ATTENTION.untunable(ATTENTION.parse("1x200x100/8/128/causal"))
+    assert len(reasons) == 1 and "without a key" in reasons[0]
+
+
+def test_benchmark_shapes_parse():
+    problems = [ATTENTION.parse(s) for s in BENCHMARK_SHAPES]
+    assert all(p["batch"] * p["seqlen_q"] == 16384 for p in problems[:8])
+    assert not any(ATTENTION.untunable(p) for p in problems)
 
 
 def test_a_dtype_the_kernels_lack_is_refused():

@@ -27,6 +27,12 @@ RUNTIME_FIELDS = ("batch", "seqlen_q", "seqlen_k")  # the kernels read them off 
 # Vendor baselines: torch SDPA through one backend each. cuDNN is the one to beat (what
 # `vendor` times); FlashAttention-2 is reported beside it.
 VENDORS = {"cudnn": "CUDNN_ATTENTION", "fa2": "FLASH_ATTENTION"}
+# What attention is tuned and benchmarked on: the issue's benchmark (head_dim 128, 16 heads,
+# 16k tokens per batch, causal and not) and the Llama-3-8B decoder block's (GQA 32:8): prefill,
+# and a decode step of 64 sequences over a 4k cache as it runs, its 4 query heads per K/V head
+# packed into query rows (`packs_heads`: a call 64x1x4096/32:8/128 is this problem).
+BENCHMARK_SHAPES = tuple(f"{16384 // s}x{s}/16/128{c}" for s in (1024, 4096, 8192, 16384)
+                         for c in ("", "/causal")) + ("1x4096/32:8/128/causal", "64x4x4096/8/128")
 SHAPE_SYNTAX = "BATCHxSEQ[xSEQ_K]/HEADS[:KV_HEADS]/HEAD_DIM[/causal] (e.g. 4x4096/32:8/128/causal)"
 
 
@@ -102,6 +108,17 @@ class Attention(Op):
         return self.problem(dtype, batch=int(b), seqlen_q=int(sq), seqlen_k=int(sk or sq),
                             heads_q=int(hq), heads_kv=int(hkv or hq), head_dim=int(d),
                             causal=bool(causal))
+
+    @staticmethod
+    def untunable(problem: Problem) -> list[str]:
+        """Why a study cannot tune `problem` (sentences; [] when it can), whatever the template:
+        causal with seqlen_q > seqlen_k leaves query rows without a key, whose log-sum-exp is
+        +inf, an output value the runner's checks refuse. Dispatch still serves such calls."""
+        if problem["causal"] and problem["seqlen_q"] > problem["seqlen_k"]:
+            return [f"causal with seqlen_q={problem['seqlen_q']} > seqlen_k={problem['seqlen_k']} "
+                    "leaves query rows without a key (lse = +inf), which a tuning check cannot "
+                    "compare; dispatch still serves such calls"]
+        return []
 
     @staticmethod
     def shape(problem: Problem) -> str:
