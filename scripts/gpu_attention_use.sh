@@ -8,9 +8,10 @@
 #       --no-stored --out .dispatch \
 #       --shapes $(python examples/llama_block.py --list-shapes gemm ...)
 # Usage: scripts/gpu_attention_use.sh OUT_DIR. Env: DECODE, PREFILL (the block's M values),
-# ATTENTION_SHAPES (compare's), TESTS_K (pytest -k), TESTS_S/COMPARE_S/BLOCK_S (time limits).
+# ROUNDS (the block's timing rounds), ATTENTION_SHAPES (compare's; empty: none), TESTS_K
+# (pytest -k), TESTS_S/COMPARE_S/BLOCK_S (time limits).
 OUT=${1:?usage: scripts/gpu_attention_use.sh OUT_DIR}
-ATTENTION_SHAPES=${ATTENTION_SHAPES:-"4x4096/16/128 4x4096/16/128/causal \
+ATTENTION_SHAPES=${ATTENTION_SHAPES-"4x4096/16/128 4x4096/16/128/causal \
   1x4096/32:8/128/causal 64x4x1025/8/128"}
 SCRATCH=${TMPDIR:-/tmp}  # what does not come back (a call returns at most 8 files of $OUT)
 python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $SCRATCH/pip.log 2>&1 \
@@ -30,6 +31,6 @@ for mask in full causal; do
   cp $SCRATCH/compare_$mask/report.md $OUT/compare_$mask.md 2>/dev/null
 done
 timeout ${BLOCK_S:-90} python3 examples/llama_block.py --decode ${DECODE:-1 8 32 64} --prefill \
-  --rounds 3 --out $OUT/llama_block_decode 2>&1 | tail -16
+  --rounds ${ROUNDS:-3} --out $OUT/llama_block_decode 2>&1 | tail -16
 timeout ${BLOCK_S:-90} python3 examples/llama_block.py --decode --prefill ${PREFILL:-512 2048 4096} \
-  --rounds 3 --out $OUT/llama_block_prefill 2>&1 | tail -14
+  --rounds ${ROUNDS:-3} --out $OUT/llama_block_prefill 2>&1 | tail -14
