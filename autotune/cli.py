@@ -98,8 +98,14 @@ def _make_runner(args, space):
                         "process) or more")
     options = RunnerOptions(devices=devices, compile_workers=args.compile_workers,
                             timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
-                            cache_dir=args.cache_dir, seed=args.seed, timer=args.timer,
+                            cache_dir=args.cache_dir, seed=args.seed,
                             address=args.ray or None, table=args.simulate)
+    if args.artifacts:
+        from pathlib import Path
+
+        from .bench.compiler import IndexedCompiler
+
+        options.compiler = IndexedCompiler(str(Path(args.artifacts).resolve()))
     return make_runner(name, space, options)
 
 
@@ -117,6 +123,8 @@ def _summary_lines(space, summaries, timed: bool) -> list[str]:
                      f"{s.best.params}")
             if s.default_time_ms and s.best_time_ms:
                 head += f"\n  default {s.default_time_ms:.4g} ms: best is {s.default_time_ms / s.best_time_ms:.3f}x"
+            if s.vendor_ms and s.best_time_ms:
+                head += f"\n  vendor {s.vendor_ms:.4g} ms: best is {s.vendor_ms / s.best_time_ms:.3f}x"
         elif timed:
             head += "\n  no successful trial"
         if s.stopped:
@@ -233,10 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--compile-timeout", type=float, default=600.0,
                       help="hard limit in seconds per compile (default 600): a hung compile is "
                            "killed and fails its trial")
-    tune.add_argument("--timer", choices=("rotate", "cold"), default="rotate",
-                      help="rotate: back-to-back launches over L2-exceeding input copies; cold: "
-                           "each launch alone after an L2 flush, as triton's do_bench")
     tune.add_argument("--cache-dir", help="compile cache directory (default: tirx's)")
+    tune.add_argument("--artifacts", metavar="DIR",
+                      help="artifact index: candidates found there are not compiled, those "
+                           "compiled are added (a --compile-only study with --sampler random "
+                           "fills it with what the same study will measure on a GPU machine "
+                           "without TVM)")
     tune.add_argument("--no-retime", action="store_true", help="do not re-time a new best")
     tune.add_argument("--final-top", type=_non_negative, default=3, metavar="N",
                       help="final round: re-time the N fastest configs and the default side by "

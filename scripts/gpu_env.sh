@@ -1,17 +1,19 @@
-# Source on a GPU machine (no TVM/optuna/ray, no network) after the calls that carried
-# .bundle/tvm-a (copied to $TMPDIR/stage) and .bundle/{tvm-b,device-site.tar.xz}: see README.
-# Scratch lives under $TMPDIR (default /tmp): the machine is disposable, nothing is kept.
+# Source on a GPU machine (no TVM/optuna/ray, no network) in a call that carries
+# .bundle/device-site.tar.xz (optuna, ray); with TVM, after the call that carried .bundle/tvm-a
+# (copied to $TMPDIR/stage) and with .bundle/tvm-b carried too: see README. Without TVM every
+# kernel must come prebuilt (an artifact index, --artifacts). Scratch lives under $TMPDIR
+# (default /tmp): the machine is disposable, nothing is kept.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 SITE=$SCRATCH/site
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-if [ ! -d $SITE/tvm ]; then
+mkdir -p $SITE
+[ -d $SITE/optuna ] || tar -xJf .bundle/device-site.tar.xz -C $SITE
+if [ -f .bundle/tvm-b/part ] && [ ! -d $SITE/tvm ]; then
   # The first part was copied here by an earlier call; it is gone if the machine went back idle.
   [ -f $SCRATCH/stage/tvm.part-a ] || { echo "gpu_env.sh: $SCRATCH/stage/tvm.part-a is missing:" \
     "the machine was given back since the call that staged it; stage .bundle/tvm-a again" >&2; exit 3; }
-  mkdir -p $SITE
   cat $SCRATCH/stage/tvm.part-a .bundle/tvm-b/part | tar -xJ -C $SITE
-  tar -xJf .bundle/device-site.tar.xz -C $SITE
 fi
 # Install this project (offline) so that its `autotune.spaces` entry points are registered.
 python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .

@@ -104,9 +104,8 @@ def test_tune_falls_back_to_compile_only_without_gpu(capsys):
     assert "2 trials (" in captured.out and "compiled" in captured.out
 
 
-def test_timer_option_reaches_the_gpu_evaluator(monkeypatch):
+def test_the_gpu_evaluator_times_with_the_protocol(monkeypatch):
     from autotune.runner import devices, kinds
-    from autotune.runner.cuda_eval import CudaEvaluator
 
     made = {}
 
@@ -119,10 +118,10 @@ def test_timer_option_reaches_the_gpu_evaluator(monkeypatch):
     monkeypatch.setattr(kinds, "gpus_for_arch", lambda arch: h100)
     monkeypatch.setattr(kinds, "WorkerPool", Pool)
     monkeypatch.setattr(kinds, "_scheduler", lambda builder, pool, *a, **kw: pool)
-    args = cli.build_parser().parse_args(["tune", "gemm_sm90", "--timer", "cold",
-                                          "--compile-workers", "0"])
+    args = cli.build_parser().parse_args(["tune", "gemm_sm90", "--compile-workers", "0"])
     cli._make_runner(args, type("Space", (), {"arch": "sm_90a"})())
-    assert made["indices"] == [0] and made["evaluator"].timer == "cold"
-    assert made["provenance"].detail["devices"] == ["H100"]
-    with pytest.raises(ValueError, match="unknown timer 'warm'"):
-        CudaEvaluator(timer="warm")
+    assert made["indices"] == [0] and made["evaluator"].timer == "graph"
+    assert made["provenance"].detail == {**made["provenance"].detail, "devices": ["H100"],
+                                         "timer": "graph"}
+    with pytest.raises(SystemExit):  # one protocol: no timer to choose
+        cli.build_parser().parse_args(["tune", "gemm_sm90", "--timer", "rotate"])

@@ -1,6 +1,7 @@
-"""Dispatch: the bucket and fallback rules (table-driven), route choice, kernel caching in
-memory and on disk, the vendor fallback, and `load` with its store checks. No torch, no GPU:
-tensors are look-alikes with .shape/.dtype, kernels are recorders."""
+"""Dispatch: the bucket and fallback rules (table-driven), the evidence a config tuned
+elsewhere needs, the vendor op when it was timed faster, route choice, kernel caching in memory
+and on disk, the vendor fallback, and `load` with its store checks. No torch, no GPU: tensors
+are look-alikes with .shape/.dtype, kernels are recorders."""
 
 import json
 import warnings
@@ -13,7 +14,7 @@ from autotune.ops import BucketRule, next_pow2
 from autotune.ops.gemm import GEMM
 from autotune.dispatch.prebuild import prebuild
 from autotune.spaces.base import Problem, SearchSpace
-from autotune.store import ConfigStore, Entry, Gpu, StoreMismatchWarning, expected_header
+from autotune.store import ConfigStore, Entry, Gpu, StoreMismatchWarning, config_id, expected_header
 
 H200 = Gpu("sm_90a", "NVIDIA H200", "13.0", "13.0")
 
@@ -51,7 +52,7 @@ class FakeGemmSpace(SearchSpace):
         return [f"blk {config['blk']} > N"] if config["blk"] > problem["N"] else []
 
     def default_config(self, problem):
-        return {"blk": 8, "default": True}
+        return dict(FAKE_DEFAULT)
 
     def parse_problem(self, text, dtype="bfloat16"):
         M, N, K = map(int, text.split("x"))
@@ -67,8 +68,16 @@ def gemm(m, n=4096, k=4096, dtype="bfloat16"):
     return Problem.of(dtype, M=m, N=n, K=k)
 
 
-def entries(*problems, blk=128):
-    return {p.key: Entry(p.key, {"blk": blk, "tuned_for": p.key}, 0.1) for p in problems}
+FAKE_DEFAULT = {"blk": 8, "default": True}
+
+
+def entries(*problems, blk=128, ms=0.8, vendor_ms=None):
+    """Each problem's own config, and the records of a study that timed every one of them on
+    every stored shape, each `ms` against the default's 1.0: evidence that they generalise."""
+    configs = {p.key: {"blk": blk, "tuned_for": p.key} for p in problems}
+    measured = {config_id(c): ms for c in configs.values()} | {config_id(FAKE_DEFAULT): 1.0}
+    return {p.key: Entry(p.key, configs[p.key], ms, default_ms=1.0, vendor_ms=vendor_ms,
+                         measured=dict(measured)) for p in problems}
 
 
 class Recorder:
@@ -174,7 +183,9 @@ TUNED = (gemm(16), gemm(64), gemm(128), gemm(4096), gemm(16, n=14336, k=4096),
     (gemm(300), "nearest", gemm(128)),  # bucket 512 (same N, K) is empty
     (gemm(500, n=6144), "bucket", gemm(512, n=6144)),
     (gemm(500, n=6000), "nearest", gemm(512, n=6144)),  # N differs: no bucket, nearest
-    (gemm(16, dtype="float16"), "nearest", gemm(32, dtype="float16")),  # same dtype only
+    # same dtype only; and one other shape is no evidence that a config generalises
+    (gemm(16, dtype="float16"), "default", None),
+    (gemm(32, dtype="float16"), "exact", gemm(32, dtype="float16")),
     (gemm(16, dtype="float32"), "default", None),  # nothing tuned for the dtype
 ])
 def test_selection_first_choice(query, reason, tuned):
@@ -204,7 +215,7 @@ def test_no_store_means_default():
     (2000, "nearest", gemm(100)),
 ])
 def test_dispatch_picks_what_the_rules_say(tmp_path, m, reason, tuned):
-    op, built, _ = make_dispatcher(tmp_path, stored=(gemm(16), gemm(100)))
+    op, built, _ = make_dispatcher(tmp_path, stored=(gemm(16), gemm(100), gemm(100, n=1024)))
     route = op.route(FakeTensor(m, 4096), FakeTensor(4096, 4096))
     assert (route.reason, route.tuned) == (reason, tuned.key if tuned else None)
     assert built == [(gemm(m).key, route.config)]

@@ -13,7 +13,8 @@ import pytest
 from autotune.runner import (Candidate, Cause, InlineBuilder, NoDevices, ProcessBuilder,
                              Provenance, RecordedTable, ReplayDevices, Scheduler, WorkerPool,
                              compile_candidate, compile_nothing)
-from autotune.runner.timing import input_sets_needed, interleaved
+from autotune.runner.protocol import input_sets_needed
+from autotune.runner.timing import interleaved
 from autotune.runner.validate import check_outputs, poison
 from autotune.testing.synthetic import SyntheticEvaluator, SyntheticSpace, stub_compile
 

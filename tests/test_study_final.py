@@ -76,14 +76,16 @@ def test_the_final_round_beats_the_winners_curse(tmp_path):
     assert summary.default_time_ms == 1.0
     final = summary.final
     assert final["rounds"] == 3 and final["medians_ms"] == {"0": 1.0, "1": 1.2, "2": 0.9}
-    # Three finalists, three rounds each, after the three trials.
-    assert len(runner.pool.measured) == 3 + 9
-    # Rounds rotate the order, so no finalist is always timed first.
-    firsts = [_k(runner.pool.measured[3 + 3 * r]) for r in range(3)]
-    assert len(set(firsts)) == 3
+    # Three finalists and the vendor op, three rounds each, after the three trials.
+    rounds = [runner.pool.measured[3 + 3 * r:6 + 3 * r] for r in range(3)]
+    assert len(runner.pool.measured) == 3 + 9 and runner.pool.vendor_served == 3
+    # Rounds rotate the order, so no entry is always timed first.
+    assert len({repr(r[0]) for r in rounds}) == 3
+    assert final["vendor_times_ms"] == [SPACE.VENDOR_MS] * 3
+    assert summary.vendor_ms == SPACE.VENDOR_MS == summary.study.user_attrs["vendor_ms"]
     (lines,) = _summary_lines(SPACE, [summary], True)
     assert "best 0.9 ms" in lines and "final round winner, median of 3" in lines
-    assert "default 1 ms: best is 1.111x" in lines
+    assert "default 1 ms: best is 1.111x" in lines and "vendor 1.1 ms: best is 1.222x" in lines
 
 
 def test_the_pick_is_what_results_and_the_store_hand_on(tmp_path):

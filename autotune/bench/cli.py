@@ -33,7 +33,8 @@ def add_commands(sub) -> None:
     _common(b, "bench")
     b.add_argument("--store", help="a config store: its tuned config per shape joins")
     b.add_argument("--no-seeds", action="store_true", help="only the default (and tuned)")
-    b.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (3)")
+    b.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds of the timing protocol (3)")
     b.set_defaults(func=bench_main)
 
 

@@ -77,7 +77,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from ..dispatch import load
+    from ..dispatch import VENDOR, VENDOR_FASTER, load
 
     op = load("gemm", store=args.store, artifacts=args.artifacts)
     M, N, K = (int(x) for x in args.shape.split("x"))
@@ -85,8 +85,12 @@ def main(argv=None) -> int:
     b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     d = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     route = op.route(a, b)
-    if route.reason == "vendor":
+    if route.reason == VENDOR:
         print(f"no TIRx kernel for {args.shape}: prebuild it (see the report); nothing to compare",
+              file=sys.stderr)
+        return 1
+    if route.reason == VENDOR_FASTER:
+        print(f"the vendor op serves {args.shape} ({route.why}): choose a shape a kernel serves",
               file=sys.stderr)
         return 1
     kernel = op.provider.get(route.problem, route.config)

@@ -1,14 +1,16 @@
 """The GPU side of `autotune bench`: one shape's validated kernels and its vendor baseline,
-timed over the same rotated input sets in interleaved rounds (each round in a rotated order, so
-clock and temperature drift hit all alike), with both timers. Runs in an isolated worker."""
+timed with the tuner's protocol (runner/protocol.py) over the same input sets in interleaved
+rounds (each round in a rotated order, so clock and temperature drift hit all alike). Runs in
+an isolated worker."""
 
 from __future__ import annotations
 
 import dataclasses
 import statistics
 
-from ..runner.cuda_eval import CudaEvaluator, rotated_sets
-from ..runner.timing import interleaved, time_cold, time_launches
+from ..runner.cuda_eval import CudaEvaluator
+from ..runner.protocol import input_sets, time_on_sets
+from ..runner.timing import interleaved
 
 VENDOR = "vendor"
 
@@ -23,28 +25,18 @@ class GroupJob:
 
 
 class GroupTimer(CudaEvaluator):
-    """Times a GroupJob: {name: {"ms": median over rounds of the cold timer's median,
-    "b2b_ms": the same of the back-to-back timer, "ms_rounds": the cold medians per round}}."""
+    """Times a GroupJob: {name: {"ms": median over rounds, "ms_rounds": each round's}}."""
 
     def evaluate(self, job: GroupJob) -> dict:
         import tirx
 
         space, problem = job.space, job.problem
-        sets = rotated_sets(space.make_inputs(problem, seed=job.seed, device="cuda"))
-        calls = {VENDOR: [space.vendor(problem, s) for s in sets]}
+        sets = input_sets(space.make_inputs(problem, seed=job.seed, device="cuda"))
+        binders = {VENDOR: lambda s: space.vendor(problem, s)}
         for name, config, path in job.kernels:
             kernel = tirx.Kernel(tirx.Artifact.load(path))
             scalars = space.launch_scalars(config)
-            calls[name] = [lambda s=s, k=kernel, sc=scalars: k(*s, *sc) for s in sets]
-
-        def both_timers(name):
-            def launch(i):
-                calls[name][i]()
-
-            return (time_cold(launch, len(sets)).median_ms,
-                    time_launches(launch, len(sets)).median_ms)
-
-        per_round = interleaved({n: (lambda n=n: both_timers(n)) for n in calls}, job.rounds)
-        return {n: {"ms": statistics.median(c for c, _ in rs),
-                    "b2b_ms": statistics.median(b for _, b in rs),
-                    "ms_rounds": [c for c, _ in rs]} for n, rs in per_round.items()}
+            binders[name] = lambda s, k=kernel, sc=scalars: lambda: k(*s, *sc)
+        per_round = interleaved({n: (lambda b=b: time_on_sets(b, sets).median_ms)
+                                 for n, b in binders.items()}, job.rounds)
+        return {n: {"ms": statistics.median(rs), "ms_rounds": rs} for n, rs in per_round.items()}

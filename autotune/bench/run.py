@@ -85,7 +85,7 @@ def bench_picks(space: SearchSpace, problems: list[Problem], store=None,
 def time_groups(space: SearchSpace, rows: list[dict], rounds: int, device: int,
                 timeout_s: float = 60.0) -> None:
     """Time each shape's passing rows and its vendor baseline together (group.py), in an
-    isolated worker on `device`; adds ms, b2b_ms, ms_rounds and the vendor's to each row. A
+    isolated worker on `device`; adds ms, ms_rounds and the vendor's to each row. A
     shape whose timing hangs or fails gets the reason in `timing_error` and the worker is
     restarted for the next."""
     timer = GroupTimer()
@@ -107,7 +107,6 @@ def time_groups(space: SearchSpace, rows: list[dict], rounds: int, device: int,
             for r in group:
                 if isinstance(times, dict):
                     r.update(times[r["tag"]], vendor_ms=times[VENDOR]["ms"],
-                             vendor_b2b_ms=times[VENDOR]["b2b_ms"],
                              vendor_ms_rounds=times[VENDOR]["ms_rounds"], rounds=rounds)
                 else:
                     r["timing_error"] = times if isinstance(times, str) else times.message

@@ -1,8 +1,11 @@
-"""`autotune compare`: tuned vs hand-tuned default vs vendor per shape, as a table, plots and a
-Markdown report.
+"""`autotune compare`: per shape, our kernel alone (the config dispatch picks) vs the hand-tuned
+default vs the vendor op, and what dispatch delivers (that kernel or the vendor op), as a table,
+plots and a Markdown report. Times come from the tuner's protocol (the one a study reports):
+for a tuned shape the report sets the store's recorded time beside the one measured now.
 
     autotune compare gemm                   # measure on this GPU, shapes of its config store
-    autotune compare gemm --shapes 16x4096x4096 ...
+    autotune compare gemm --shapes 16x4096x4096 ... --subset "M<=256"
+    autotune compare gemm --block           # and each variant inside a decoder-like graph
     autotune compare gemm --from-store F    # no GPU: report the times recorded in a store file
 """
 
@@ -10,11 +13,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import operator
 import platform
+import re
 from pathlib import Path
 
 from ..errors import UserError
 from ..locations import results_dir
+from ..runner.base import PROTOCOL
+from ..spaces.base import Problem
 from ..store import ConfigStore
 from ..store.compat import device_slug
 from .report import Measurement, write_report
@@ -34,6 +41,12 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
                    "$AUTOTUNE_ARTIFACTS, else ~/.cache/autotune/dispatch)")
     p.add_argument("--from-store", metavar="FILE", help="report the store's recorded times")
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--block", action="store_true",
+                   help="also time each variant inside a decoder-like CUDA graph (GEMM only): a "
+                        "check of the protocol")
+    p.add_argument("--subset", action="append", default=[], metavar="FIELD<=VALUE",
+                   help="a geomean row over the shapes with FIELD <, <=, >, >= or == VALUE "
+                        "(repeatable), e.g. M<=256")
     p.add_argument("--out", help="report directory (default "
                    "./autotune-results/compare/<space>/<gpu>)")
     p.set_defaults(func=compare_main)
@@ -43,6 +56,8 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
 def _from_store(path: str, kernel: str | None) -> tuple[list[Measurement], dict[str, str], str, str]:
     from ..spaces import get_space
 
+    from ..dispatch.rules import Selector
+
     store = ConfigStore.read(path)
     h = store.header
     if kernel and kernel not in (h.kernel, h.space):
@@ -50,11 +65,19 @@ def _from_store(path: str, kernel: str | None) -> tuple[list[Measurement], dict[
     try:
         space = get_space(h.space)
         flops = lambda e: space.flops(e.parsed_problem)  # noqa: E731
+        selector = Selector(store.entries, space.op.bucket, space.default_config)
     except UserError:  # the plugin is not here: no TFLOP/s, times still compare
-        flops = lambda e: 0.0  # noqa: E731
-    rows = [Measurement(e.problem, flops(e), e.time_ms, e.default_ms, e.vendor_ms, "recorded")
-            for e in store.sorted_entries()]
-    context = {"source": f"times recorded in {path}", "times": h.provenance, "device": h.device,
+        flops, selector = (lambda e: 0.0), None  # noqa: E731
+
+    def dispatched(e):  # what dispatch serves the stored shape with, by the recorded times
+        if selector is None:
+            return None
+        return e.vendor_ms if selector.vendor_faster(e.parsed_problem, e.config) else e.time_ms
+
+    rows = [Measurement(e.problem, flops(e), e.time_ms, e.default_ms, e.vendor_ms, "recorded",
+                        dispatch_ms=dispatched(e)) for e in store.sorted_entries()]
+    context = {"source": f"times recorded in {path}", "times": h.provenance,
+               "timer": h.timer or "not recorded (schema 1)", "device": h.device,
                "arch": h.arch, "driver / CUDA": f"{h.driver} / {h.cuda}", "TVM": h.tvm,
                "template": h.template}
     return rows, context, h.space, h.device
@@ -89,23 +112,48 @@ def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
         raise UserError("nothing to compare: no usable config store and no --shapes")
     rows = []
     for problem in problems:
-        rows.append(measure(op, problem, rounds=args.rounds))
+        rows.append(measure(op, problem, rounds=args.rounds, block=args.block))
         print(f"measured {problem.key}: {rows[-1]}", flush=True)
     device = torch.cuda.get_device_name(0)
     context = {"source": f"measured side by side in one run, {datetime.date.today()}",
+               "timer": f"{PROTOCOL} (autotune/runner/protocol.py), {args.rounds} interleaved "
+                        "rounds" + (", and in a decoder-like graph (--block)" if args.block else ""),
                "device": device, "host": platform.node(), "torch": torch.__version__,
-               "config store": op.store_path or "none usable (defaults)"}
+               "config store": op.store_path or "none usable (defaults)",
+               "command": " ".join(["autotune", *getattr(args, "argv", ["compare"])])}
     return rows, context, space.name, device
+
+
+_OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
+        "==": operator.eq}
+
+
+def parse_subset(text: str):
+    """"M<=256" -> (label, problem key -> whether its M is <= 256)."""
+    match = re.fullmatch(r"\s*(\w+)\s*(<=|<|>=|>|==)\s*(\d+)\s*", text)
+    if not match:
+        raise UserError(f"--subset {text!r}: expected FIELD<=VALUE (or <, >, >=, ==), e.g. M<=256")
+    field, op, value = match.group(1), _OPS[match.group(2)], int(match.group(3))
+
+    def member(key: str) -> bool:
+        values = Problem.from_key(key).values
+        if field not in values:
+            raise UserError(f"--subset {text}: problems have no field {field!r} "
+                            f"(fields: {', '.join(values)})")
+        return op(values[field], value)
+
+    return text.replace(" ", ""), member
 
 
 def compare_main(args) -> int:
     import pandas as pd
 
+    subsets = dict(parse_subset(s) for s in args.subset)
     rows, context, space_name, device = (_from_store(args.from_store, args.kernel)
                                          if args.from_store else _measured(args))
     out = Path(args.out) if args.out else results_dir("compare") / space_name / device_slug(device)
-    title = f"{space_name} on {device}: tuned vs default vs vendor"
-    table = write_report(rows, out, title, context)
+    title = f"{space_name} on {device}: our kernel, default, vendor and dispatch"
+    table = write_report(rows, out, title, context, subsets)
     with pd.option_context("display.width", 200, "display.max_columns", None,
                            "display.float_format", "{:.4g}".format):
         print(table.drop(columns=["note"]).to_string(index=False))

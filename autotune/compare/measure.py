@@ -1,6 +1,8 @@
-"""Measure, in one run on the current GPU, per shape: the kernel the dispatcher picks (tuned),
-the hand-tuned default, and the vendor op - each validated against the reference first, then
-timed with the tuner's own method (CUDA events, inputs rotated past L2), in interleaved rounds.
+"""Measure, in one run on the current GPU, per shape: our kernel alone (the config the dispatcher
+picks, "tuned"), the hand-tuned default and the vendor op - each validated against the
+reference first, then timed with the tuner's protocol (runner/protocol.py: the very function
+and input policy a study's trials and final round use), in interleaved rounds - and what
+dispatch delivers (that kernel, or the vendor op where dispatch routes the shape there).
 
 Why interleaved: timed one after the other, the first variant measured after an idle spell (a
 kernel build, a large input draw) ran at a GPU clock still ramping up from idle, and lost up to
@@ -14,7 +16,9 @@ import time
 
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import is_legal
-from ..runner.timing import input_sets_needed, interleaved, time_launches
+from ..dispatch.rules import EXACT
+from ..runner.protocol import input_sets, time_on_sets
+from ..runner.timing import interleaved
 from ..runner.validate import check_outputs, poison
 from ..spaces.base import Problem
 from .report import Measurement
@@ -22,38 +26,37 @@ from .report import Measurement
 WARM_MS = 200.0  # of launches before timing: an H100 takes ~100 ms to leave its idle clock
 
 
-def _validate(kernel, space, problem, inputs) -> str:
+def _validate(run, space, problem, inputs) -> str:
     outputs = [inputs[i] for i in space.output_indices(problem)]
     poison(outputs)
-    kernel(*inputs)
+    run()
     _, wrong = check_outputs(outputs, space.reference(problem, inputs), space.tolerance(problem))
     return f"wrong result: {wrong}" if wrong else ""
 
 
-def _keep_busy(launch, n_sets: int, ms: float) -> None:
+def _keep_busy(call, ms: float) -> None:
     import torch
 
     deadline = time.perf_counter() + ms / 1e3
     i = 0
     while time.perf_counter() < deadline:
-        launch(i % n_sets)
+        call()
         i += 1
         if i % 64 == 0:
             torch.cuda.synchronize()  # keep the queue short: the deadline is wall time
     torch.cuda.synchronize()
 
 
-def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10) -> Measurement:
+def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10,
+            block: bool = False) -> Measurement:
+    """`block`: also time each variant inside a decoder-like CUDA graph (block.py)."""
     import torch
 
     space = op.space
     inputs = space.make_inputs(problem, seed=seed, device="cuda")
-    set_bytes = sum(t.numel() * t.element_size() for t in inputs)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    sets = [inputs] + [[t.clone() for t in inputs]
-                       for _ in range(input_sets_needed(set_bytes, l2) - 1)]
+    sets = input_sets(inputs)
     notes = []
-    launches = {}
+    binders = {}
     picked = op.pick(problem)
     default = space.default_config(problem)
     # where the tuner kept the default, one kernel plays both roles: timing it twice would
@@ -67,29 +70,43 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
         if kernel is None:
             notes.append(f"no {variant} kernel")
             continue
-        why = _validate(kernel, space, problem, sets[0])
+        why = _validate(lambda k=kernel: k(*sets[0]), space, problem, sets[0])
         if why:
             notes.append(f"{variant} {why}")
             continue
-        launches[variant] = lambda i, k=kernel: k(*sets[i])
+        binders[variant] = lambda s, k=kernel: lambda: k(*s)
+    binders["vendor"] = lambda s: space.vendor(problem, s)
+    others = list(space.op.other_vendors(problem, sets[0])) if space.op else []
+    for name in others:  # more baselines, e.g. attention's FlashAttention-2
+        binders[name] = lambda s, n=name: space.op.other_vendors(problem, s)[n]
+    vendor_why, recorded = None, None
     if picked:
         choice = picked[0]
         notes.insert(0, f"{choice.reason} ({choice.tuned})" if choice.tuned and
-                     choice.reason != "exact" else choice.reason)
-    vendor = [space.vendor(problem, s) for s in sets]
-    launches["vendor"] = lambda i: vendor[i]()
-    others = [space.op.other_vendors(problem, s) if space.op else {} for s in sets]
-    for name in others[0]:  # more baselines, e.g. attention's FlashAttention-2
-        launches[name] = lambda i, n=name: others[i][n]()
-    _keep_busy(launches["vendor"], len(sets), WARM_MS)
+                     choice.reason != EXACT else choice.reason)
+        vendor_why = op.selector.vendor_faster(problem, choice.config)
+        if vendor_why:
+            notes.append(f"dispatch: vendor op ({vendor_why})")
+        if choice.reason == EXACT:
+            recorded = op.selector.entries[problem.key].time_ms
+    _keep_busy(binders["vendor"](sets[0]), WARM_MS)
     per_round = interleaved(
-        {v: lambda f=f: time_launches(f, len(sets), rounds=1, warmup_ms=5.0).median_ms
-         for v, f in launches.items()}, rounds)
-    torch.cuda.synchronize()
+        {v: lambda b=b: time_on_sets(b, sets).median_ms for v, b in binders.items()}, rounds)
     times = {v: statistics.median(ts) for v, ts in per_round.items()}
-    if tuned_is_default and "tuned" in times:
-        times["default"] = times["tuned"]
+    in_block = None
+    if block:
+        from .block import Block
+
+        in_block = Block(space, problem).times(binders, max(1, rounds // 3))
+    torch.cuda.synchronize()
+    for where in filter(None, (times, in_block)):
+        if tuned_is_default and "tuned" in where:
+            where["default"] = where["tuned"]
+        if "tuned" in where:
+            where["dispatch"] = where["vendor"] if vendor_why else where["tuned"]
+    if tuned_is_default:
         notes.append("tuned is the default")
-    return Measurement(problem.key, space.flops(problem), times.get("tuned"), times.get("default"),
-                       times["vendor"], note="; ".join(notes),
-                       others={name: times[name] for name in others[0]})
+    return Measurement(problem.key, space.flops(problem), times.get("tuned"),
+                       times.get("default"), times["vendor"], note="; ".join(notes),
+                       dispatch_ms=times.get("dispatch"), recorded_ms=recorded, block=in_block,
+                       others={name: times[name] for name in others})

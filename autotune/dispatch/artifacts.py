@@ -12,19 +12,16 @@ where it is not (the GPU machines) `prebuild` must have made it, and the directo
 
 from __future__ import annotations
 
-import hashlib
+import fcntl
 import json
 import os
 import tempfile
 from pathlib import Path
 
 from ..spaces.base import Config, Problem
+from ..store.format import config_id
 
 INDEX = "index.json"
-
-
-def config_id(config: Config) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def index_key(space_name: str, problem: Problem, config: Config) -> str:
@@ -51,17 +48,21 @@ class ArtifactIndex:
         return path if (path / "artifact.json").exists() else None
 
     def add(self, space_name: str, problem: Problem, config: Config, artifact) -> Path:
-        """Save a tirx.Artifact here and index it. The index is re-read and replaced atomically,
-        so concurrent builders lose no entry but the last writer's race window."""
+        """Save a tirx.Artifact here and index it. The index is re-read, updated and replaced
+        atomically under a lock: builders in several processes (a study's compile workers)
+        lose no entry, and a reader never sees half a file."""
         path = self.directory / artifact.key
         if not (path / "artifact.json").exists():
             artifact.save(path)
-        index = self._read()
-        index[index_key(space_name, problem, config)] = {"artifact": artifact.key, "config": config}
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".index-", dir=self.directory)
-        with os.fdopen(fd, "w") as f:
-            json.dump(index, f, indent=1, sort_keys=True)
-        os.replace(tmp, self.directory / INDEX)
+        with open(self.directory / ".index.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            index = self._read()
+            index[index_key(space_name, problem, config)] = {"artifact": artifact.key,
+                                                             "config": config}
+            fd, tmp = tempfile.mkstemp(prefix=".index-", dir=self.directory)
+            with os.fdopen(fd, "w") as f:
+                json.dump(index, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.directory / INDEX)
         self._index = index
         return path

@@ -3,8 +3,9 @@
 Per call: one dict lookup keyed by the call's shapes and dtypes, then the cached launcher.
 On a new shape (once): the selection rules rank configs (rules.py), and the first that is legal
 and has a kernel (memory cache -> artifact index on disk -> build, where TVM is) becomes the
-route. If none has a kernel (e.g. a GPU machine with no prebuilt artifact for the shape), the
-vendor op serves the call with a warning: a legal call never raises."""
+route, unless the recorded times say the vendor op is faster beyond noise (rules.py): then the
+vendor op serves it. If no config has a kernel (e.g. a GPU machine with no prebuilt artifact
+for the shape), the vendor op serves the call with a warning: a legal call never raises."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from ..spaces.base import Config, Problem, SearchSpace
 from .artifacts import ArtifactIndex, config_id
 from .rules import Choice, Selector
 
-VENDOR = "vendor"
+VENDOR = "vendor"  # no kernel could serve: the vendor op does
+VENDOR_FASTER = "vendor-faster"  # a kernel could serve, the vendor op was timed faster
 
 
 class NoKernelWarning(UserWarning):
@@ -27,10 +29,11 @@ class NoKernelWarning(UserWarning):
 @dataclasses.dataclass(frozen=True)
 class Route:
     problem: Problem
-    reason: str  # rules.EXACT/BUCKET/NEAREST/DEFAULT, or VENDOR
-    tuned: str | None  # the store entry whose config runs, if any
-    config: Config | None
+    reason: str  # rules.EXACT/BUCKET/NEAREST/DEFAULT, VENDOR_FASTER or VENDOR
+    tuned: str | None  # the entry whose config runs (or lost to the vendor op), if any
+    config: Config | None  # the config that runs (or lost to the vendor op)
     launch: Callable
+    why: str = ""  # the records behind a config tuned elsewhere, or behind the vendor op
 
 
 def with_scalars(kernel: Callable, scalars: list) -> Callable:
@@ -115,8 +118,13 @@ class Dispatcher:
         picked = self.pick(problem)
         if picked is not None:
             choice, kernel = picked
+            faster = self.selector.vendor_faster(problem, choice.config)
+            if faster:
+                return Route(problem, VENDOR_FASTER, choice.tuned, choice.config,
+                             self.op.vendor_launcher(args, problem), faster)
             launch = self.op.launcher(args, problem, kernel)
-            return Route(problem, choice.reason, choice.tuned, choice.config, launch)
+            return Route(problem, choice.reason, choice.tuned, choice.config, launch,
+                         choice.evidence)
         warnings.warn(f"{self.space.name}: {self._why_no_kernel(problem)}: using the vendor op",
                       NoKernelWarning, stacklevel=3)
         return Route(problem, VENDOR, None, None, self.op.vendor_launcher(args, problem))

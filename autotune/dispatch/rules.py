@@ -1,39 +1,90 @@
-"""Which tuned config serves a shape that was not tuned.
+"""Which config serves a shape, and when the vendor op serves it instead.
 
-Order (first legal one with a kernel wins; the dispatcher walks the list):
+Order of configs (the dispatcher takes the first legal one with a kernel):
   1. exact: the entry tuned for this very problem;
-  2. bucket: entries in the problem's bucket (the op's BucketRule: e.g. GEMM keeps N, K and the
-     dtype and rounds M up to a power of two), nearest first;
-  3. nearest: every other tuned entry of the same dtype, nearest first (log-size distance);
-  4. default: the plugin's hand-tuned config, legal for every legal shape.
+  2. bucket, then nearest: the configs of other tuned entries, those in the problem's bucket
+     first (the op's BucketRule: e.g. GEMM keeps N, K and the dtype and rounds M up to a power
+     of two), then the others nearest first (log-size distance) - each only if the studies'
+     records show that it generalises (below);
+  3. default: the plugin's hand-tuned config, legal for every legal shape.
+
+A config tuned elsewhere generalises to a problem P when, on the tuned shapes of P's class
+(those whose hand-tuned default is P's default: the plugin's own shape classes), it was timed
+(Entry.measured) faster than their default by more than NOISE on at least MIN_WINS of them, and
+slower than their default on none. Why: the nearest tuned shape's config, taken blindly, made an
+untuned shape 0.59x its own default on an H100 (issue 18), while the defaults generalise
+(1.00-1.03x cuBLAS in the block on shapes their rules were not written from,
+studies/2026-11-23-h100-gemm-fewtile/). With no such evidence, the default serves.
+
+The vendor op serves instead (VENDOR_FASTER) when the records say it is faster beyond noise:
+for a tuned problem, its vendor_ms is under (1 - NOISE) x the entry's time; for an untuned one,
+on the tuned shapes of its class that timed both, the vendor beat the chosen config by more
+than NOISE on at least MIN_WINS and lost to it on none.
+
+NOISE: under the protocol (runner/protocol.py) a config's time moved by a median 0.2% from one
+run to the next on an H100, 98% of them by less than 3%
+(studies/2026-11-23-h100-gemm-protocol/, the `rules` runs).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping, NamedTuple
 
 from ..ops.bucket import BucketRule
 from ..spaces.base import Config, Problem
-from ..store.format import Entry
+from ..store.format import Entry, config_id
 
 EXACT, BUCKET, NEAREST, DEFAULT = "exact", "bucket", "nearest", "default"
+NOISE = 0.03
+MIN_WINS = 2
 
 
 class Choice(NamedTuple):
     config: Config
     reason: str  # EXACT, BUCKET, NEAREST or DEFAULT
     tuned: str | None  # the entry's problem key; None for the default
+    evidence: str = ""  # for a config tuned elsewhere: the records that let it serve
+
+
+def _tally(pairs: list[tuple[float, float]]) -> tuple[int, bool, float]:
+    """(wins, lost, geomean speed-up) of `challenger` over `incumbent` times, pairs of
+    (incumbent_ms, challenger_ms): a win is faster by more than NOISE, a loss any slower."""
+    wins = sum(c < i * (1 - NOISE) for i, c in pairs)
+    lost = any(c > i for i, c in pairs)
+    gain = math.exp(sum(math.log(i / c) for i, c in pairs) / len(pairs)) if pairs else 1.0
+    return wins, lost, gain
 
 
 class Selector:
     """Ranks the stored entries for a problem. Runs once per new shape (the dispatcher caches
-    the outcome), so a linear scan over entries is fine."""
+    the outcome), so linear scans over entries are fine."""
 
     def __init__(self, entries: Mapping[str, Entry], rule: BucketRule,
                  default_config: Callable[[Problem], Config]):
         self.rule, self.default_config = rule, default_config
         self.entries = dict(entries)
         self.problems = {key: e.parsed_problem for key, e in self.entries.items()}
+        self._defaults = {key: default_config(p) for key, p in self.problems.items()}
+
+    def peers(self, problem: Problem) -> list[Entry]:
+        """The tuned entries of the problem's class (same dtype, same hand-tuned default),
+        the problem's own excepted."""
+        default = self.default_config(problem)
+        return [self.entries[k] for k, p in self.problems.items()
+                if k != problem.key and p.dtype == problem.dtype and self._defaults[k] == default]
+
+    def evidence(self, problem: Problem, config: Config) -> str | None:
+        """Why `config` may serve `problem` though tuned elsewhere, or None if the records do
+        not show that it generalises (see the module's docstring)."""
+        cid = config_id(config)
+        pairs = [(e.default_ms, e.measured[cid]) for e in self.peers(problem)
+                 if e.default_ms and e.measured and cid in e.measured]
+        wins, lost, gain = _tally(pairs)
+        if wins < MIN_WINS or lost:
+            return None
+        return (f"beat the default on {wins} of {len(pairs)} tuned shapes of its class "
+                f"({gain:.3f}x geomean)")
 
     def choices(self, problem: Problem) -> list[Choice]:
         out = []
@@ -44,11 +95,35 @@ class Selector:
         others = sorted(
             (key for key, p in self.problems.items() if key != problem.key and p.dtype == problem.dtype),
             key=lambda key: (self.rule.distance(problem, self.problems[key]), key))
-        for key in others:
-            if bucket is not None and self.rule.bucket(self.problems[key]) == bucket:
-                out.append(Choice(self.entries[key].config, BUCKET, key))
-        for key in others:
-            if bucket is None or self.rule.bucket(self.problems[key]) != bucket:
-                out.append(Choice(self.entries[key].config, NEAREST, key))
-        out.append(Choice(self.default_config(problem), DEFAULT, None))
+        default = self.default_config(problem)
+        ranked = ([(k, BUCKET) for k in others
+                   if bucket is not None and self.rule.bucket(self.problems[k]) == bucket]
+                  + [(k, NEAREST) for k in others
+                     if bucket is None or self.rule.bucket(self.problems[k]) != bucket])
+        tried = [default]
+        for key, reason in ranked:
+            config = self.entries[key].config
+            if config in tried:
+                continue
+            tried.append(config)
+            why = self.evidence(problem, config)
+            if why:
+                out.append(Choice(config, reason, key, why))
+        out.append(Choice(default, DEFAULT, None))
         return out
+
+    def vendor_faster(self, problem: Problem, config: Config) -> str | None:
+        """Why the vendor op should serve `problem` instead of `config`, or None."""
+        exact = self.entries.get(problem.key)
+        if exact is not None and exact.config == config:
+            if exact.vendor_ms and exact.vendor_ms < exact.time_ms * (1 - NOISE):
+                return f"the vendor op timed {exact.time_ms / exact.vendor_ms:.3f}x faster here"
+            return None
+        cid = config_id(config)
+        pairs = [(e.measured[cid], e.vendor_ms) for e in self.peers(problem)
+                 if e.vendor_ms and e.measured and cid in e.measured]
+        wins, lost, gain = _tally(pairs)
+        if wins < MIN_WINS or lost:
+            return None
+        return (f"the vendor op beat this config on {wins} of {len(pairs)} tuned shapes of its "
+                f"class ({gain:.3f}x geomean)")

@@ -11,6 +11,9 @@ from typing import Any, Hashable, Iterable
 
 from ..spaces.base import Config, Problem, SearchSpace
 
+# The name of the one timing protocol (protocol.py), recorded with every study, trial and store.
+PROTOCOL = "graph"
+
 
 class Cause(str, enum.Enum):
     """Why a candidate has no time. The value is what studies store."""
@@ -32,6 +35,9 @@ class Candidate:
     config: Config
     problem: Problem
     tag: Hashable = None  # the caller's handle (a trial number), returned on the Result
+    # The vendor op (space.vendor: cuBLAS/cuDNN through torch) instead of a config's kernel:
+    # nothing compiles, and it is validated and timed like a kernel (config is ignored).
+    vendor: bool = False
 
 
 @dataclasses.dataclass
@@ -136,7 +142,7 @@ class Runner(abc.ABC):
     """Evaluates candidates, several at once. Submit up to `slots` candidates, then collect."""
 
     mode: str = ""  # the runner's registered name ("local", "ray", "simulated", ...)
-    timer: str = "rotate"  # how its times are taken (timing.TIMERS): a study keeps to one
+    timer: str = PROTOCOL  # how its times are taken: a study keeps to one
 
     @property
     @abc.abstractmethod

@@ -26,18 +26,17 @@ class RunnerOptions:
     compile_timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S  # per compile
     cache_dir: str | None = None  # compile cache (default: tirx's)
     seed: int | None = None
-    timer: str = "rotate"
     address: str | None = None  # Ray: a cluster's address; None or "": start a local one
     table: str | None = None  # simulated: the recorded table (CSV)
     compiler: Compiler = compile_with_tirx
-    evaluator: Evaluator | None = None  # default: CudaEvaluator(timer=timer)
+    evaluator: Evaluator | None = None  # default: CudaEvaluator (the timing protocol)
 
     def make_evaluator(self) -> Evaluator:
         if self.evaluator is not None:
             return self.evaluator
         from .cuda_eval import CudaEvaluator
 
-        return CudaEvaluator(timer=self.timer)
+        return CudaEvaluator()
 
     def builder(self):
         if self.compile_workers == 0:
@@ -77,7 +76,7 @@ def local(space: SearchSpace, options: RunnerOptions) -> Scheduler:
     devices = devices if devices is not None else [0]
     evaluator = options.make_evaluator()
     provenance = Provenance("measured", {
-        "runner": "local", "timer": getattr(evaluator, "timer", options.timer),
+        "runner": "local", "timer": getattr(evaluator, "timer", None),
         "devices": sorted(set(names)) if names else [type(evaluator).__name__],
         "host": socket.gethostname()})
     builder = options.builder()

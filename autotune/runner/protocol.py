@@ -1,10 +1,11 @@
-"""The timing protocol: a kernel's time as a model's forward pass sees it (issue 18).
+"""The timing protocol: a kernel's time as a model's forward pass sees it (issue 18). Every
+time the tuner reports - a study's trials and final round, `autotune compare`, `autotune bench`,
+the config store - comes from `time_on_sets(run, input_sets(inputs))`: back-to-back launches
+captured in one CUDA graph, over input sets whose tensors together exceed L2 (so weights stream
+from device memory, as in a model whose layers each have their own), the time of a replay over
+the launches it holds. Its name, recorded with every study and store, is PROTOCOL.
 
-`time_in_graph`: back-to-back launches captured in one CUDA graph, over input sets whose
-weights together exceed L2 (so weights stream from device memory, as in a model whose layers
-each have their own), the time of a replay over the launches it holds.
-
-Chosen by measurement on H100s (studies/results/protocol_h100_2026-11-23/README.md) against
+Chosen by measurement on H100s (studies/2026-11-23-h100-gemm-protocol/README.md) against
 the truth, a GEMM's time inside a CUDA graph of decoder-like layers (the previous op writes the
 activation, a distinct weight per layer, the next op reads the output), over 44 shapes and ~900
 timed configs plus cuBLAS in seven runs on four machines: the config it ranks first was on
@@ -25,9 +26,38 @@ import math
 import statistics
 from typing import Callable
 
-from .base import Timing
+from .base import PROTOCOL, Timing  # noqa: F401  (PROTOCOL: this protocol's name)
 
 GraphTimer = Callable[[Callable[[], None], int], list]
+
+
+def input_sets_needed(bytes_per_set: int, l2_bytes: int, factor: float = 2.0, cap: int = 64) -> int:
+    """How many copies of the inputs make a working set of `factor` x L2."""
+    if bytes_per_set <= 0:
+        return 1
+    return max(1, min(cap, math.ceil(factor * l2_bytes / bytes_per_set)))
+
+
+def input_sets(inputs: list, factor: float = 2.0, cap: int = 64) -> list[list]:
+    """`inputs` (torch tensors and scalars, in a kernel's parameter order) and enough clones that
+    the tensors of all sets are `factor` x the current GPU's L2."""
+    import torch
+
+    set_bytes = sum(t.numel() * t.element_size() for t in inputs if hasattr(t, "numel"))
+    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    n_sets = input_sets_needed(set_bytes, l2, factor, cap)
+    return [inputs] + [[t.clone() if hasattr(t, "clone") else t for t in inputs]
+                       for _ in range(n_sets - 1)]
+
+
+def time_on_sets(bind: Callable[[list], Callable[[], None]], sets: list[list], *,
+                 replays: int = 10, min_graph_ms: float = 1.0,
+                 graph_ms: GraphTimer | None = None) -> Timing:
+    """The protocol's time of one launch: `bind(inputs)` gives the zero-argument call that runs
+    the kernel (or the vendor op) on one input set, on the current stream."""
+    calls = [bind(s) for s in sets]
+    return time_in_graph(lambda i: calls[i](), len(calls), replays=replays,
+                         min_graph_ms=min_graph_ms, graph_ms=graph_ms)
 
 
 def passes_per_graph(pass_ms: float, min_graph_ms: float, cap: int = 64) -> int:

@@ -73,6 +73,9 @@ class Scheduler(Runner):
     def submit(self, candidate: Candidate) -> None:
         key = next(self._keys)
         self._candidates[key] = candidate
+        if candidate.vendor:  # the vendor op: nothing to compile, straight to a device
+            self._ready.append((key, Compiled(artifact_path=None)))
+            return
         known = self._memo.get(candidate)
         if known is not None:  # same binary as a finished compile (runtime knobs differ)
             self._compiled(key, known)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Hashable
 
-from .base import Candidate, Job, Provenance
+from .base import PROTOCOL, Candidate, Job, Provenance
 from .isolation import IsolatedWorker
 
 Key = Hashable
@@ -67,7 +67,7 @@ class DevicePool(Side):
     Result. `provenance` labels every result it gives."""
 
     needs_files: bool = False  # its devices are on other machines: artifacts travel as bytes
-    timer: str = "rotate"
+    timer: str = PROTOCOL
 
     @property
     @abc.abstractmethod

@@ -1,6 +1,7 @@
 """Devices that replay a recorded table of config -> time or failure (the `simulated` runner):
 search strategies can be tested on a CPU against real (or synthetic) measurements, instantly and
-reproducibly. Their results are labelled replayed, from which table."""
+reproducibly. Their results are labelled replayed, from which table. A row with a true `vendor`
+column holds the vendor op's time for its problem (its knob cells are ignored)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ from ..spaces.base import Config, Problem
 from .base import Cause, Job, Provenance, Result, Timing
 from .sides import DevicePool, Key
 
-_TIME, _CAUSE, _PROBLEM = "time_ms", "cause", "problem"
+_TIME, _CAUSE, _PROBLEM, _VENDOR = "time_ms", "cause", "problem", "vendor"
+_VENDOR_ROW = ("<vendor>",)  # the key of a problem's vendor row
 
 
 def _key(values) -> tuple[str, ...]:
     return tuple(str(v) for v in values)
+
+
+def _cell(value):
+    """A table cell, None where it is empty (NaN, None or "")."""
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
 
 
 @dataclasses.dataclass
@@ -32,37 +41,44 @@ class RecordedTable:
     def from_frame(cls, frame) -> "RecordedTable":
         if _TIME not in frame.columns:
             raise ValueError(f"a recorded table needs a {_TIME!r} column")
-        params = [c for c in frame.columns if c not in (_TIME, _CAUSE, _PROBLEM)]
+        params = [c for c in frame.columns if c not in (_TIME, _CAUSE, _PROBLEM, _VENDOR)]
         rows = {}
         for rec in frame.to_dict("records"):
-            t = rec[_TIME]
-            cause = rec.get(_CAUSE)
-            cause = None if cause is None or (isinstance(cause, float) and math.isnan(cause)) or cause == "" else str(cause)
-            t = None if t is None or (isinstance(t, float) and math.isnan(t)) else float(t)
+            t, cause = _cell(rec[_TIME]), _cell(rec.get(_CAUSE))
+            cause = None if cause is None else str(cause)
+            t = None if t is None else float(t)
             if t is None and cause is None:
                 raise ValueError(f"row {rec} has neither a time nor a cause")
-            rows[(str(rec.get(_PROBLEM, "")), _key(rec[p] for p in params))] = (t, cause)
+            vendor = rec.get(_VENDOR)
+            values = _VENDOR_ROW if vendor is True or str(vendor).lower() == "true" \
+                else _key(rec[p] for p in params)
+            rows[(str(rec.get(_PROBLEM, "")), values)] = (t, cause)
         return cls(params, rows)
 
     @classmethod
     def from_csv(cls, path: str) -> "RecordedTable":
         import pandas as pd
 
-        return cls.from_frame(pd.read_csv(path))
+        # As text: a vendor row's empty knob cells must not turn integer columns into floats.
+        return cls.from_frame(pd.read_csv(path, dtype=str, keep_default_na=False))
 
     @classmethod
     def from_study(cls, study) -> "RecordedTable":
-        """Record a finished study (e.g. measured on a GPU) for replay."""
+        """Record a finished study (e.g. measured on a GPU) for replay, with its vendor time."""
         import pandas as pd
 
         from optuna.trial import TrialState
 
+        problem = study.user_attrs.get("problem", "")
         records = []
         for t in study.get_trials(deepcopy=False):
             cause = t.user_attrs.get("cause")
             if t.state == TrialState.COMPLETE or (t.state == TrialState.FAIL and cause):
-                records.append({**t.params, _TIME: t.value, _CAUSE: cause,
-                                _PROBLEM: study.user_attrs.get("problem", "")})
+                records.append({**t.params, _TIME: t.value, _CAUSE: cause, _PROBLEM: problem,
+                                _VENDOR: False})
+        if study.user_attrs.get("vendor_ms") is not None:
+            records.append({_TIME: study.user_attrs["vendor_ms"], _PROBLEM: problem,
+                            _VENDOR: True})
         return cls.from_frame(pd.DataFrame.from_records(records))
 
     def digest(self) -> str:
@@ -70,8 +86,10 @@ class RecordedTable:
         text = repr((self.params, sorted(self.rows.items(), key=repr)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def lookup(self, config: Config, problem: Problem) -> tuple[float | None, str | None]:
-        values = _key(config.get(p) for p in self.params)
+    def lookup(self, config: Config, problem: Problem,
+               vendor: bool = False) -> tuple[float | None, str | None]:
+        """(time, None) or (None, cause) of `config` (or the vendor op) on `problem`."""
+        values = _VENDOR_ROW if vendor else _key(config.get(p) for p in self.params)
         for problem_key in (problem.key, ""):
             if (problem_key, values) in self.rows:
                 return self.rows[(problem_key, values)]
@@ -90,6 +108,7 @@ class ReplayDevices(DevicePool):
         self._provenance = Provenance("replayed", {"table": table_name, "sha256": table.digest()})
         self._running: dict[Key, tuple[float, Result]] = {}
         self.measured: list[Config] = []  # every config served, in order
+        self.vendor_served = 0  # how often the vendor op was
 
     provenance = property(lambda self: self._provenance)
     slots = property(lambda self: self._slots)
@@ -97,8 +116,11 @@ class ReplayDevices(DevicePool):
 
     def start(self, key: Key, job: Job) -> None:
         candidate = job.candidate
-        self.measured.append(dict(candidate.config))
-        time_ms, cause = self.table.lookup(candidate.config, candidate.problem)
+        if candidate.vendor:
+            self.vendor_served += 1
+        else:
+            self.measured.append(dict(candidate.config))
+        time_ms, cause = self.table.lookup(candidate.config, candidate.problem, candidate.vendor)
         if cause is not None:
             try:
                 cause_enum = Cause(cause)

@@ -179,7 +179,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     def default_config(self, problem: Problem) -> Config:
         """Hand-tuned per shape class; the reasoning (H100 times are in-block: a CUDA graph of
-        decoder-like layers, studies/results/protocol_h100_2026-11-23/):
+        decoder-like layers, studies/2026-11-23-h100-gemm-protocol/):
 
         - decode, M <= 64: bandwidth-bound on B (the weights). Swap A and B so N fills the
           64-row wgmma side and M becomes the narrow wgmma N (the smallest offered BLK_N >= M):

@@ -4,17 +4,22 @@ Why JSON, written by hand: it is in every Python's standard library (the GPU mac
 TOML writer or YAML), and we lay it out for diffs - the header pretty-printed, then one entry
 per line with sorted keys, entries sorted by problem. A re-tuned shape changes one line.
 
-    {"schema": 1,
-     "header": {"arch": "sm_90a", "device": "NVIDIA H200", ...},
+    {"schema": 2,
+     "header": {"arch": "sm_90a", "device": "NVIDIA H200", "timer": "graph", ...},
      "entries": [
-      {"config": {...}, "default_ms": 0.21, "problem": "M=16,N=4096,K=4096,dtype=bfloat16", ...},
+      {"config": {...}, "default_ms": 0.21, "measured": {"3f9a...": 0.2, ...},
+       "problem": "M=16,N=4096,K=4096,dtype=bfloat16", "vendor_ms": 0.22, ...},
       ...
      ]}
+
+Schema 2 added the header's `timer` and each entry's `measured` (the evidence dispatch weighs
+for shapes nobody tuned); files of schema 1 still read, with neither.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import tempfile
@@ -24,7 +29,13 @@ from typing import Any
 from ..errors import UserError
 from ..spaces.base import Config, Problem
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
+
+
+def config_id(config: Config) -> str:
+    """A short stable name of a config (its sorted JSON's hash)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
 class CorruptStoreError(UserError):
@@ -48,6 +59,9 @@ class Header:
     tvm: str = ""
     # where the times come from: "measured" on `device`, or "replayed from <table> (<hash>)"
     provenance: str = "measured"
+    # the timing protocol of every time below (runner.protocol.PROTOCOL); "" in files of schema
+    # 1, written before it was recorded
+    timer: str = ""
     schema: int = SCHEMA_VERSION
 
 
@@ -61,6 +75,9 @@ class Entry:
     default_ms: float | None = None  # the hand-tuned default config, same GPU
     vendor_ms: float | None = None  # cuBLAS / cuDNN through torch, same GPU
     source: str = ""  # where it was measured: study name, trial
+    # Every config the study timed on this shape: config_id -> ms (the final round's median for
+    # its finalists). Dispatch reads which configs beat the default on which shapes.
+    measured: dict[str, float] | None = None
 
     @property
     def parsed_problem(self) -> Problem:
@@ -113,19 +130,22 @@ class ConfigStore:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CorruptStoreError(f"config store {name} is not valid JSON: {exc}") from None
+        schema = data.get("schema") if isinstance(data, dict) else None
+        if schema not in READABLE_SCHEMAS:
+            schema = SCHEMA_VERSION
         try:
             return cls._from_data(data)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptStoreError(
-                f"config store {name} does not follow schema {SCHEMA_VERSION}: "
+                f"config store {name} does not follow schema {schema}: "
                 f"{type(exc).__name__}: {exc}") from None
 
     @classmethod
     def _from_data(cls, data: Any) -> "ConfigStore":
         if not isinstance(data, dict):
             raise TypeError("the top level is not an object")
-        if data.get("schema") != SCHEMA_VERSION:
-            raise ValueError(f"schema {data.get('schema')!r} is not {SCHEMA_VERSION}")
+        if data.get("schema") not in READABLE_SCHEMAS:
+            raise ValueError(f"schema {data.get('schema')!r} is not one of {READABLE_SCHEMAS}")
         header = Header(**data["header"])
         store = cls(header)
         for i, raw in enumerate(data["entries"]):

@@ -1,7 +1,7 @@
 """Merging stores from several studies and machines: per problem the faster entry wins, and no
-problem is ever dropped. Stores of different identity (another GPU model or template) or
-provenance (measured, replayed from a table) are not merged into one: that would mix times that
-do not compare."""
+problem is ever dropped. Stores of different identity (another GPU model or template),
+provenance (measured, replayed from a table) or timer are not merged into one: that would mix
+times that do not compare."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def merge(stores: list[ConfigStore], names: list[str] | None = None) -> ConfigSt
     first = stores[0].header
     for store, name in zip(stores[1:], names[1:]):
         diff = [f"{f}: {getattr(first, f)!r} vs {getattr(store.header, f)!r}"
-                for f in (*IDENTITY_FIELDS, "provenance")
+                for f in (*IDENTITY_FIELDS, "provenance", "timer")
                 if getattr(first, f) != getattr(store.header, f)]
         if diff:
             raise MergeConflict(f"cannot merge {name} into {names[0]}: {'; '.join(diff)}")

@@ -28,7 +28,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..errors import UserError
-from ..runner.base import Candidate, Provenance, Result, Runner
+from ..runner.base import PROTOCOL, Candidate, Provenance, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
 from .final import FINAL_ATTR, chosen, is_current, run_final
 from .fixed import check_fixed
@@ -65,6 +65,7 @@ class StudySummary:
     default_time_ms: float | None = None
     stopped: str | None = None  # why the sampler proposed no more configs, if it stopped
     final: dict | None = None  # the final round's outcome (final.py), if one is current
+    vendor_ms: float | None = None  # the vendor op's time in that final round
 
 
 @dataclasses.dataclass
@@ -358,7 +359,8 @@ class _ProblemDriver:
         final = self.study.user_attrs.get(FINAL_ATTR) if is_current(self.study) else None
         return StudySummary(self.problem, self.study, self.finished(), self.measured,
                             self.outcomes, best, best_ms, default_ms,
-                            self.proposals.stopped or self.stopped, final)
+                            self.proposals.stopped or self.stopped, final,
+                            final.get("vendor_ms") if final else None)
 
     def _final(self) -> None:
         """The final round, unless disabled, untimed, or current (nothing new since the last)."""
@@ -374,10 +376,10 @@ class _ProblemDriver:
 
 
 def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
-               provenance: Provenance = MEASURED, timer: str = "rotate") -> optuna.Study:
+               provenance: Provenance = MEASURED, timer: str = PROTOCOL) -> optuna.Study:
     """Create or resume the study of one problem. Its times come from one kind of runner, one
-    timer and the same devices (or table): resuming it with others is refused (their times do
-    not compare)."""
+    timer (the protocol's, for studies of this version) and the same devices (or table):
+    resuming it with others is refused (their times do not compare)."""
     study = optuna.create_study(storage=storage, study_name=study_name(space, problem, provenance),
                                 sampler=sampler, direction="minimize", load_if_exists=True)
     where = {"kind": provenance.kind, **provenance.detail}
@@ -389,8 +391,9 @@ def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
             study.set_user_attr(name, value)
     stored = study.user_attrs.get("timer", "rotate")  # studies from before the choice: rotate
     if provenance.timed and stored != timer:
-        raise UserError(f"study {study.study_name!r} was timed with --timer {stored}; resume it "
-                        f"with that timer, or tune with --timer {timer} into another --storage")
+        raise UserError(f"study {study.study_name!r} was timed with the {stored!r} timer, these "
+                        f"times come from {timer!r} and do not compare with them: tune into "
+                        "another --storage")
     before = study.user_attrs.get("provenance")  # studies from before provenance: accepted
     differ = [k for k in ("devices", "sha256") if before and before.get(k) != where.get(k)]
     if differ:

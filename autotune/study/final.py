@@ -1,6 +1,8 @@
-"""The final round of a study: its fastest few configs and the default, timed again side by side
-in interleaved rounds; the fastest median among those that beat the default in every round wins
-(the default if none does) and is what the study hands on.
+"""The final round of a study: its fastest few configs, the default and the vendor op (cuBLAS /
+cuDNN through torch: a candidate as in Inductor's max-autotune), timed again side by side in
+interleaved rounds; the fastest median among the configs that beat the default in every round
+wins (the default if none does) and is what the study hands on, with the vendor's median beside
+it (the config store's `vendor_ms`; dispatch decides between the two).
 
 Why: the minimum over a study is a biased pick. Among configs within the timer's noise (1-3% per
 measurement on an H100), the one that drew a lucky round wins and regresses when measured again
@@ -25,6 +27,8 @@ from ..runner.timing import rotated
 from ..spaces.base import Problem, SearchSpace
 
 FINAL_ATTR = "final"
+VENDOR_ATTR = "vendor_ms"  # the vendor op's median in the latest final round
+VENDOR = "vendor"  # the vendor op's entry in a final round
 
 
 def _complete(study: optuna.Study) -> list[FrozenTrial]:
@@ -55,26 +59,32 @@ def is_current(study: optuna.Study) -> bool:
 def run_final(study: optuna.Study, space: SearchSpace, problem: Problem, runner: Runner,
               top: int = 3, rounds: int = 3,
               on_round: Callable[[int], None] | None = None) -> dict | None:
-    """Time the finalists `rounds` times each, in a rotated order per round; record and return
-    the outcome. None (and nothing recorded) when there are fewer than two finalists."""
+    """Time the finalists and the vendor op `rounds` times each, in a rotated order per round;
+    record and return the outcome (the vendor's median also as the study attr `vendor_ms`).
+    None (and nothing recorded) when no trial completed."""
     picked = finalists(study, top)
-    if len(picked) < 2 or rounds < 1:
+    if not picked or rounds < 1:
         return None
-    times: dict[int, list[float]] = {t.number: [] for t in picked}
-    failed: dict[int, str] = {}
+    entries = [t.number for t in picked] + [VENDOR]
+    params = {t.number: dict(t.params) for t in picked}
+    times: dict = {n: [] for n in entries}
+    failed: dict = {}
     for r in range(rounds):
-        for t in rotated(picked, r):
-            if t.number not in failed:
-                runner.submit(Candidate(space, dict(t.params), problem, tag=("final", t.number)))
+        for n in rotated(entries, r):
+            if n not in failed:
+                runner.submit(Candidate(space, params.get(n, {}), problem, tag=("final", n),
+                                        vendor=n == VENDOR))
         while runner.in_flight:
             for result in runner.collect(timeout=1.0):
-                number = result.tag[1]
+                n = result.tag[1]
                 if result.ok and result.timing is not None:
-                    times[number].append(result.time_ms)
+                    times[n].append(result.time_ms)
                 else:  # it passed once; failing now disqualifies it (flaky is not a winner)
-                    failed[number] = (result.cause.value if result.cause else "untimed")
+                    failed[n] = (result.cause.value if result.cause else "untimed")
         if on_round:
             on_round(r + 1)
+    vendor_times = times.pop(VENDOR)
+    vendor_ms = statistics.median(vendor_times) if vendor_times and VENDOR not in failed else None
     medians = {n: statistics.median(ts) for n, ts in times.items() if ts and n not in failed}
     if not medians:
         return None
@@ -84,8 +94,11 @@ def run_final(study: optuna.Study, space: SearchSpace, problem: Problem, runner:
              "timer": runner.timer, "times_ms": {str(n): ts for n, ts in times.items()},
              "medians_ms": {str(n): m for n, m in medians.items()},
              "failed": {str(n): c for n, c in failed.items()},
-             "winner": winner, "winner_ms": medians[winner], "default": default}
+             "winner": winner, "winner_ms": medians[winner], "default": default,
+             "vendor_times_ms": vendor_times, "vendor_ms": vendor_ms}
     study.set_user_attr(FINAL_ATTR, final)
+    if vendor_ms is not None:
+        study.set_user_attr(VENDOR_ATTR, vendor_ms)
     return final
 
 

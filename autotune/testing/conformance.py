@@ -192,7 +192,7 @@ class SpaceConformance:
                 pytest.skip(f"no GPU of arch {self.space.arch} here")
             from ..runner.cuda_eval import CudaEvaluator
 
-            evaluator = CudaEvaluator(rounds=3)
+            evaluator = CudaEvaluator(replays=3)
             evaluator.setup(None)
         compiled = self._compile_default(problem)
         candidate = Candidate(self.space, self.space.default_config(problem), problem)

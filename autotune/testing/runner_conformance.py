@@ -108,6 +108,19 @@ class RunnerConformance:
             assert [r.cause for r in results] == [None] * 3
             assert sorted(r.compile_s == 0.0 for r in results) == [False, True, True]
 
+    def test_the_vendor_op_is_a_candidate_that_compiles_nothing(self):
+        with self._runner() as runner:
+            vendor, good = runner.run([Candidate(SPACE, {}, PROBLEM, vendor=True),
+                                       Candidate(SPACE, GOOD, PROBLEM)])
+            assert good.cause is None
+            if runner.provenance.kind == "compile-only":
+                assert vendor.cause is None and vendor.timing is None
+            else:  # validated and timed like a kernel (a replayed table holds its time)
+                assert vendor.cause is None, vendor.message
+                assert vendor.compile_s == 0.0 and vendor.artifact is None
+                if runner.timed:
+                    assert vendor.time_ms == pytest.approx(SPACE.VENDOR_MS)
+
     def test_slots_fill_and_empty(self):
         with self._runner() as runner:
             n = runner.slots

@@ -1,0 +1,173 @@
+"""Dispatch on shapes nobody tuned never trades the default for a config without evidence: a
+config tuned elsewhere serves only if the studies' records show it beating the default on
+several tuned shapes of the same class and losing on none; the vendor op serves where it was
+timed faster beyond noise. Proved on the CPU with stores exported from replayed studies."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from autotune.dispatch import Selector
+from autotune.dispatch.rules import DEFAULT, EXACT, NEAREST, NOISE
+from autotune.ops.gemm import GEMM
+from autotune.runner import RecordedTable, replay
+from autotune.spaces.base import Problem
+from autotune.store import Entry, Gpu, config_id
+from autotune.store.export import store_from_studies
+from autotune.study import make_sampler, open_storage, tune_problem
+from autotune.testing.synthetic import SyntheticSpace
+
+DEFAULT_CFG = {"block_m": 16, "block_n": 16, "stages": 2}
+GOOD = {"block_m": 16, "block_n": 32, "stages": 3}
+OTHER = {"block_m": 16, "block_n": 64, "stages": 1}
+
+
+def gemm(m, n=4096, k=4096):
+    return Problem.of("float32", M=m, N=n, K=k)
+
+
+def entry(problem, config, time_ms, measured, default_ms=1.0, vendor_ms=None):
+    return Entry(problem.key, config, time_ms, default_ms, vendor_ms,
+                 measured={config_id(c): t for c, t in measured})
+
+
+def selector(*entries, default=lambda p: dict(DEFAULT_CFG)):
+    return Selector({e.problem: e for e in entries}, GEMM.bucket, default)
+
+
+def test_a_config_that_won_on_one_shape_only_does_not_serve_another():
+    store = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8), (DEFAULT_CFG, 1.0)]),
+                     entry(gemm(64), OTHER, 0.9, [(OTHER, 0.9), (DEFAULT_CFG, 1.0)]))
+    assert [c.reason for c in store.choices(gemm(32))] == [DEFAULT]
+
+
+def test_a_config_that_won_on_two_shapes_of_the_class_serves_the_nearest_first():
+    store = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8), (OTHER, 0.9), (DEFAULT_CFG, 1.0)]),
+                     entry(gemm(64), OTHER, 0.85, [(GOOD, 0.9), (OTHER, 0.85), (DEFAULT_CFG, 1.0)]))
+    choices = store.choices(gemm(20))
+    assert [(c.reason, c.tuned) for c in choices] == [
+        (NEAREST, gemm(16).key), (NEAREST, gemm(64).key), (DEFAULT, None)]
+    assert choices[0].config == GOOD and "beat the default on 2 of 2" in choices[0].evidence
+
+
+def test_one_loss_on_a_peer_disqualifies_a_config():
+    # GOOD wins twice by 20%, but on a third shape of its class it is 1% slower than the default.
+    store = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8), (DEFAULT_CFG, 1.0)]),
+                     entry(gemm(64), GOOD, 0.8, [(GOOD, 0.8), (DEFAULT_CFG, 1.0)]),
+                     entry(gemm(256), DEFAULT_CFG, 1.0, [(GOOD, 1.01), (DEFAULT_CFG, 1.0)]))
+    assert [c.reason for c in store.choices(gemm(32))] == [DEFAULT]
+
+
+def test_wins_within_the_noise_are_no_evidence():
+    close = 1.0 - NOISE / 2
+    store = selector(entry(gemm(16), GOOD, close, [(GOOD, close), (DEFAULT_CFG, 1.0)]),
+                     entry(gemm(64), GOOD, close, [(GOOD, close), (DEFAULT_CFG, 1.0)]))
+    assert [c.reason for c in store.choices(gemm(32))] == [DEFAULT]
+
+
+def test_only_shapes_of_the_same_class_count():
+    # Every stored shape has another default than the query (M > 100 in this plugin's rule).
+    def default(p):
+        return dict(DEFAULT_CFG) if p["M"] <= 100 else {**DEFAULT_CFG, "stages": 4}
+
+    big = {**DEFAULT_CFG, "stages": 4}
+    store = selector(entry(gemm(512), GOOD, 0.5, [(GOOD, 0.5), (big, 1.0)]),
+                     entry(gemm(1024), GOOD, 0.5, [(GOOD, 0.5), (big, 1.0)]), default=default)
+    assert [c.reason for c in store.choices(gemm(32))] == [DEFAULT]
+    assert store.choices(gemm(2048))[0].config == GOOD
+
+
+def test_the_vendor_serves_a_tuned_shape_where_it_was_timed_faster_beyond_noise():
+    fast = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8)], vendor_ms=0.7))
+    assert "faster here" in fast.vendor_faster(gemm(16), GOOD)
+    close = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8)], vendor_ms=0.8 * (1 - NOISE / 2)))
+    assert close.vendor_faster(gemm(16), GOOD) is None
+    assert fast.choices(gemm(16))[0].reason == EXACT
+
+
+def test_the_vendor_serves_an_untuned_shape_where_it_beat_that_config_on_its_class():
+    lost = [entry(gemm(m), GOOD, 1.0, [(DEFAULT_CFG, 1.0)], vendor_ms=0.8) for m in (16, 64)]
+    assert "beat this config on 2 of 2" in selector(*lost).vendor_faster(gemm(32), DEFAULT_CFG)
+    mixed = lost + [entry(gemm(128), GOOD, 1.0, [(DEFAULT_CFG, 1.0)], vendor_ms=1.05)]
+    assert selector(*mixed).vendor_faster(gemm(32), DEFAULT_CFG) is None
+
+
+# -- the rule on stores exported from replayed studies ------------------------------------------
+class TwoClassSpace(SyntheticSpace):
+    """Skinny problems (M <= 64) and wide ones have their own default. TRAP is the best config on
+    skinny problems and a disaster on wide ones; WIDE wins on wide ones only."""
+
+    TRAP = {"block_m": 16, "block_n": 128, "stages": 2}
+    WIDE = {"block_m": 64, "block_n": 64, "stages": 3}
+
+    def default_config(self, problem):
+        return dict(DEFAULT_CFG) if problem["M"] <= 64 else {**DEFAULT_CFG, "block_m": 32}
+
+    def seed_configs(self, problem):
+        return [dict(self.TRAP), dict(self.WIDE)]
+
+    def time_ms(self, config, problem) -> float:
+        skinny = problem["M"] <= 64
+        scale = problem["N"] / 4096
+        if config == self.TRAP:
+            return scale * (0.7 if skinny else 2.5)
+        if config == self.WIDE:
+            return scale * (1.1 if skinny else 0.85)
+        return scale * (1.0 + 0.01 * self.model_time_ms(config))
+
+    def table(self, problems) -> RecordedTable:
+        rows = [{**c, "time_ms": self.time_ms(c, p), "problem": p.key}
+                for p in problems for c in self.legal_configs(p)]
+        rows += [{"time_ms": 0.95 * p["N"] / 4096, "problem": p.key, "vendor": True}
+                 for p in problems]
+        return RecordedTable.from_frame(pd.DataFrame(rows, dtype=object))
+
+
+TWO = TwoClassSpace()
+TUNED = [TWO.parse_problem(s) for s in ("16x4096x64", "48x2048x64", "128x4096x64", "512x4096x64")]
+LEFT_OUT = [TWO.parse_problem(s) for s in ("32x3072x64", "100x2048x64", "1024x1024x64", "64x512x64")]
+
+
+@pytest.fixture(scope="module")
+def replayed_store(tmp_path_factory):
+    storage = open_storage(f"sqlite:///{tmp_path_factory.mktemp('s')}/s.db")
+    runner = replay(TWO.table(TUNED + LEFT_OUT))
+    with runner:
+        for problem in TUNED:
+            tune_problem(TWO, problem, runner, storage=storage, trials=3,
+                         sampler=make_sampler("random", seed=0), retime_best=False)
+    return store_from_studies(storage, TWO, Gpu("sm_90a", "NVIDIA H100", "13.0", "13.0"))
+
+
+def test_a_replayed_store_records_the_evidence_and_the_vendor(replayed_store):
+    wide = TUNED[2]  # its study: the default and the two seeds
+    e = replayed_store.get(wide)
+    assert e.config == TWO.WIDE and e.vendor_ms == pytest.approx(0.95)
+    assert e.measured == {config_id(c): pytest.approx(TWO.time_ms(c, wide))
+                          for c in (TWO.default_config(wide), TWO.TRAP, TWO.WIDE)}
+    assert replayed_store.header.timer == "graph"
+
+
+def test_on_left_out_shapes_dispatch_is_never_slower_than_the_default(replayed_store):
+    space = TWO
+    sel = Selector(replayed_store.entries, GEMM.bucket, space.default_config)
+    for problem in LEFT_OUT:
+        choice = next(c for c in sel.choices(problem) if not space.violations(c.config, problem))
+        default = space.default_config(problem)
+        assert space.time_ms(choice.config, problem) <= space.time_ms(default, problem), problem
+    # and the evidence is used where it exists: each class's winner serves its class
+    assert sel.choices(LEFT_OUT[0])[0].config == TWO.TRAP
+    assert sel.choices(LEFT_OUT[2])[0].config == TWO.WIDE
+
+
+def test_the_nearest_config_alone_would_have_lost(replayed_store):
+    # 100x2048 is a wide shape whose nearest tuned shape is the skinny 48x2048: its TRAP config
+    # is 2.5x the default there. The old rule took it; the evidence rule does not.
+    problem = LEFT_OUT[1]
+    nearest = min((k for k in replayed_store.entries),
+                  key=lambda k: GEMM.bucket.distance(problem, Problem.from_key(k)))
+    assert replayed_store.entries[nearest].config == TWO.TRAP
+    assert TWO.time_ms(TWO.TRAP, problem) > 2 * TWO.time_ms(TWO.default_config(problem), problem)
+    sel = Selector(replayed_store.entries, GEMM.bucket, TWO.default_config)
+    assert sel.choices(problem)[0].config != TWO.TRAP
