@@ -13,6 +13,7 @@ from autotune.dispatch import ArtifactIndex, NoKernelWarning, load, resolve_spac
 from autotune.ops.attention import ATTENTION
 from autotune.spaces.fa4_sm90 import Fa4Sm90Space
 from autotune.store import ConfigStore, Entry, Gpu, StoreMismatchWarning, expected_header
+from autotune.store.format import config_id
 
 torch = pytest.importorskip("torch")
 
@@ -61,10 +62,14 @@ TUNED_CONFIG = {**SPACE.default_config(TUNED), "block_n": 112, "persistent": Tru
 
 @pytest.fixture
 def dispatcher(tmp_path):
-    """A dispatcher over a store with one tuned causal shape, and every binary it may need
-    prebuilt (placeholders named after their causality)."""
+    """A dispatcher over a store of tuned causal 32:8 shapes whose records show TUNED_CONFIG
+    beating the default on each (the evidence dispatch needs to serve it elsewhere), and every
+    binary it may need prebuilt (placeholders named after their causality)."""
     store = ConfigStore(expected_header(SPACE, H100))
-    store.add(Entry(TUNED.key, TUNED_CONFIG, 1.0, default_ms=1.1, vendor_ms=1.2))
+    ids = config_id(TUNED_CONFIG), config_id(SPACE.default_config(TUNED))
+    for problem in (TUNED, attn("1x512/32:8/128/causal"), attn("1x1024/32:8/128/causal")):
+        store.add(Entry(problem.key, TUNED_CONFIG, 1.0, default_ms=1.1, vendor_ms=1.2,
+                        measured=dict(zip(ids, (1.0, 1.1)))))
     index = ArtifactIndex(tmp_path / "artifacts")
     for problem, config, name in ((TUNED, TUNED_CONFIG, "tuned-causal"),
                                   (TUNED, None, "default-causal"),
