@@ -10,22 +10,16 @@ Two sets: MATRIX, the hand-tuned default for each problem class the correctness 
 legal configs of the search space, each with a problem class of its own.
 
 The compile sweep of the whole legal space (every binary, i.e. every legal config up to its
-launch-time knobs, at SWEEP_PROBLEM) is an hour of CPU, so CI checks its committed record:
-
-    python tests/fa4_sm90_kernels.py sweep [--jobs N]   # -> studies/results/fa4_sm90_compile_sweep.jsonl
+launch-time knobs, at SWEEP_PROBLEM) is an hour of CPU, so CI checks its committed record,
+made by scripts/sweep_fa4_sm90_compile.py (RECORD).
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import datetime
-import hashlib
-import json
-import multiprocessing
+import dataclasses
 import os
 import random
 import sys
-import time
 from pathlib import Path
 
 from kernels.fa4._sm90_config import (
@@ -34,6 +28,7 @@ from kernels.fa4._sm90_config import (
     compile_key,
     default_config,
     legal_configs,
+    template_files,
     violations,
 )
 from kernels.fa4.problem import AttentionProblem
@@ -42,11 +37,9 @@ PREBUILT = Path(os.environ.get("AUTOTUNE_PREBUILT",
                                Path(__file__).resolve().parents[1] / ".prebuilt")) / "fa4_sm90"
 ARCH = "sm_90a"
 ROOT = Path(__file__).resolve().parents[1]
-RECORD = ROOT / "studies" / "results" / "fa4_sm90_compile_sweep.jsonl"
+RECORD = ROOT / "studies" / "2026-11-23-fa4-sm90-compile-sweep" / "fa4_sm90_compile_sweep.jsonl"
 # the CI problem: GQA, causal (the masked path holds the most registers), bfloat16
 SWEEP_PROBLEM = AttentionProblem(head_dim=128, heads_q=32, heads_kv=8, causal=True)
-TEMPLATE_FILES = ("kernels/fa4/sm90.py", "kernels/fa4/_sm90_config.py", "kernels/fa4/_sm90_mma.py",
-                  "kernels/fa4/problem.py", "kernels/gemm/_sm90_wgmma.py")
 
 
 def _matrix():
@@ -63,7 +56,7 @@ def _matrix():
     return {name: (p, default_config(p)) for name, p in out.items()}
 
 
-def _sweep(count: int = 48, seed: int = 20):
+def _sweep(count: int = 24, seed: int = 20):
     """`count` legal configs with distinct binaries, drawn uniformly from the knob grid, each
     paired with a problem class drawn alike (head_dim 128 and 64, both dtypes, causal or not,
     MHA or GQA)."""
@@ -112,62 +105,32 @@ def prebuild(out: Path, names) -> None:
         print(f"{name}: {art.resources.registers} regs, {art.resources.spill_bytes} B spilled")
 
 
-def template_hash() -> str:
-    """Hash of the template's source files: a record of another hash is stale."""
-    h = hashlib.sha256()
-    for f in TEMPLATE_FILES:
-        h.update(f.encode() + (ROOT / f).read_bytes())
-    return h.hexdigest()[:16]
+def identity() -> dict:
+    """What the compile sweep's record is of (tirx/sweep.py checks it when resuming)."""
+    from types import SimpleNamespace
+
+    from autotune.store import template_hash
+    from tirx.compile import toolchain_versions
+
+    return {"space": "fa4_sm90", "arch": ARCH, "problem": dataclasses.asdict(SWEEP_PROBLEM),
+            "template": template_hash(SimpleNamespace(template_files=template_files)),
+            "versions": toolchain_versions()}
 
 
-def sweep_classes() -> list[AttentionSm90Config]:
+def sweep_configs() -> list[dict]:
     """One config per binary of the legal space at SWEEP_PROBLEM (launch knobs at defaults)."""
     seen = {}
     for c in legal_configs(SWEEP_PROBLEM):
-        seen.setdefault(compile_key(c), c)
+        seen.setdefault(compile_key(c), c.as_dict())
     return list(seen.values())
 
 
-def compile_row(cfg: AttentionSm90Config) -> dict:
-    """One record row: compile (no disk cache: the sweep would fill gigabytes) and report."""
-    import tirx
+def build_config(config: dict):
     from kernels.fa4.sm90 import build_attention
 
-    start = time.perf_counter()
-    row = {"config": cfg.as_dict()}
-    try:
-        art = tirx.build(build_attention(SWEEP_PROBLEM, cfg), ARCH, use_cache=False)
-    except Exception as exc:  # the row says why; the sweep goes on
-        row.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:500]}")
-    else:
-        res = art.resources
-        row.update(ok=True, registers=res.registers, spill_bytes=res.spill_bytes,
-                   stack_bytes=res.stack_frame_bytes, smem_bytes=res.smem_bytes,
-                   setmaxnreg_ignored="C7504" in art.ptxas_log or "C7508" in art.ptxas_log)
-    row["compile_s"] = round(time.perf_counter() - start, 2)
-    return row
-
-
-def sweep(jobs: int, out: Path = RECORD) -> list[dict]:
-    """Compile every class with `jobs` processes; write header + rows (in class order)."""
-    from tirx.compile import toolchain_versions
-
-    classes = sweep_classes()
-    head = {"kind": "header", "template": template_hash(), "problem": repr(SWEEP_PROBLEM),
-            "arch": ARCH, "classes": len(classes), "versions": toolchain_versions(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "jobs": jobs, "command": f"python tests/fa4_sm90_kernels.py sweep --jobs {jobs}"}
-    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        rows = list(pool.map(compile_row, classes))
-    out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in [head, *rows]))
-    return rows
+    return build_attention(SWEEP_PROBLEM, AttentionSm90Config.from_dict(config))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["sweep"]:
-        n = int(sys.argv[sys.argv.index("--jobs") + 1]) if "--jobs" in sys.argv else 1
-        bad = [r for r in sweep(n) if not r["ok"] or r["spill_bytes"] or r["stack_bytes"]]
-        print(f"{RECORD}: {len(sweep_classes())} classes, {len(bad)} failed or spilled")
-        sys.exit(1 if bad else 0)
     dest = Path(sys.argv[1]) if len(sys.argv) > 1 else PREBUILT
     prebuild(dest, sys.argv[2:] or KERNELS)

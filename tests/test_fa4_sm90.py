@@ -123,6 +123,9 @@ def test_sample_compiles_for_sm90a_without_spills(problem, config, cache):
         ("Q", ("B", "SQ", hq, d)), ("K", ("B", "SK", hkv, d)), ("V", ("B", "SK", hkv, d)),
         ("O", ("B", "SQ", hq, d)), ("LSE", ("B", hq, "SQ")), ("max_ctas", ()), ("order", ())]
     assert ("wgmma.mma_async.sync.aligned.m64n{}k16".format(problem.head_dim)) in art.source
+    # warp shuffles run on every lane: none may sit in an arm of a ?: (the causal hang of
+    # 2026-11-23: a row-max reduction inside the conditional rescale's select)
+    assert not [line for line in art.source.splitlines() if "warp_reduce" in line and "?" in line]
 
 
 def test_the_grid_is_the_tiles_or_the_cta_limit(cache):

@@ -1,7 +1,14 @@
 """The Hopper attention kernel against a float32 reference, on a Hopper GPU, from prebuilt
 artifacts (no TVM there): run `python tests/fa4_sm90_kernels.py .prebuilt/fa4_sm90` on the CPU
 machine and carry .prebuilt. Every check draws fresh random inputs and poisons the outputs with
-NaN first, so an element the kernel never writes fails it."""
+NaN first, so an element the kernel never writes fails it.
+
+A hung launch cannot be interrupted: a watchdog ends the process after HANG_S, writing the test
+to $FA4_GPU_HUNG. With $FA4_GPU_DONE set, each finished test's id is appended there, so a driver
+can start pytest again past the hung test (tests/gpu_fa4_sm90.sh)."""
+
+import os
+import threading
 
 import pytest
 
@@ -15,7 +22,25 @@ pytestmark = [
                        reason="needs a Hopper GPU"),
 ]
 TORCH_DTYPE = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+HANG_S = 10.0
 _kernels = {}
+
+
+def hung():
+    """A launch did not finish: record the running test and end the process (exit 3)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    with open(os.environ.get("FA4_GPU_HUNG", "fa4_gpu_hung.txt"), "a") as f:
+        f.write(test + "\n")
+    print(f"\nHANG {test}", flush=True)
+    os._exit(3)
+
+
+@pytest.fixture(autouse=True)
+def record_done(request):
+    yield
+    if os.environ.get("FA4_GPU_DONE"):
+        with open(os.environ["FA4_GPU_DONE"], "a") as f:
+            f.write(request.node.nodeid + "\n")
 
 
 def kernel(name):
@@ -42,9 +67,12 @@ def run(name, batch, seqlen_q, seqlen_k, *, persistent=None, order=None, seed=0)
     v = torch.randn(batch, seqlen_k, heads_kv, d, dtype=dt, device="cuda", generator=g)
     o = torch.full_like(q, float("nan"))
     lse = torch.full((batch, hq, seqlen_q), float("nan"), dtype=torch.float32, device="cuda")
+    timer = threading.Timer(HANG_S, hung)
+    timer.start()
     launch(q, k, v, o, lse, *launch_scalars(cfg, torch.cuda.get_device_properties(0)
                                             .multi_processor_count))
     torch.cuda.synchronize()
+    timer.cancel()
     rows = check_rows(seqlen_q, "cuda", seed=seed)
     ref_o, ref_lse = attention_reference(q, k, v, problem.causal, problem.scale, rows)
     return failures(errors(o, lse, ref_o, ref_lse, rows), problem.dtype)
@@ -64,14 +92,24 @@ def test_default_configs_match_the_reference(name, shape):
     assert run(name, *shape, seed=hash(shape) % 1000) == []
 
 
+@pytest.mark.parametrize("name", list(K.MATRIX))
+@pytest.mark.parametrize("order", ["head", "lpt"])
+def test_persistent_ctas_walk_several_tiles(name, order):
+    """One CTA per SM, each walking several query tiles (384+ tiles at 3x1000 with 16+ heads),
+    in both orders: the K/V ring, the Q buffer and the ping-pong turns carry across tiles."""
+    assert run(name, 3, 1000, 1300, persistent=True, order=order, seed=7) == []
+
+
 @pytest.mark.parametrize("name", list(K.SWEEP))
 def test_sampled_configs_match_the_reference(name):
     _, _, cfg = kernel(name)
     for shape in ((2, 1000, 1000), (1, 300, 1200)):
         assert run(name, *shape) == [], shape
-    # the launch-time knobs share this binary: the other values must be right too
+    # the launch-time knobs share this binary: the other values must be right too, and a
+    # persistent CTA walks several tiles here (256+ tiles)
     flipped = {"persistent": not cfg.persistent, "order": "lpt" if cfg.order == "head" else "head"}
     assert run(name, 2, 513, 777, **flipped) == []
+    assert run(name, 4, 1000, 1100, persistent=True, order=cfg.order) == []
 
 
 @pytest.mark.parametrize("causal, seqlen_q, seqlen_k", [(False, 300, 1000), (True, 1000, 1000),

@@ -1,49 +1,60 @@
-"""Every binary of the Hopper attention search space compiles for sm_90a without spills.
+"""The committed compile sweep of the Hopper attention template (scripts/sweep_fa4_sm90_compile.py)
+is current and clean: made from this template and toolchain, covering exactly the binaries of
+the legal space at the sweep problem, every one compiled for sm_90a with zero spills and zero
+stack.
 
-The sweep is an hour of CPU: CI checks its committed record (made from this template, covering
-exactly the legal space's binaries at the CI problem, all clean); `-m slow` compiles it again."""
+The sweep takes about a CPU-hour, so CI checks its record instead of compiling it again (`-m slow`
+compiles it again). Any change to the template's files changes its hash and fails this test
+until the sweep is re-run."""
 
+import dataclasses
 import json
 
 import pytest
 
 import fa4_sm90_kernels as K
-from kernels.fa4._sm90_config import compile_key
+from tirx import sweep
 
-RERUN = ".venv/bin/python tests/fa4_sm90_kernels.py sweep --jobs <cores>"
+RERUN = ".venv/bin/python scripts/sweep_fa4_sm90_compile.py --jobs <cores>"
 
 
-def record():
-    if not K.RECORD.exists():
+def load_record():
+    head, rows = sweep.read(K.RECORD)
+    if head is None:
         pytest.fail(f"no compile sweep record {K.RECORD.relative_to(K.ROOT)}: run `{RERUN}`")
-    head, *rows = (json.loads(line) for line in K.RECORD.read_text().splitlines())
     return head, rows
 
 
-def clean(row) -> bool:
-    return row["ok"] and not (row["spill_bytes"] or row["stack_bytes"]
-                              or row["setmaxnreg_ignored"])
-
-
-def test_record_is_of_this_template_and_covers_every_binary():
-    head, rows = record()
-    assert head["template"] == K.template_hash(), (
+def test_record_is_of_this_template_toolchain_and_problem():
+    head, _ = load_record()
+    now = K.identity()
+    assert head["template"] == now["template"], (
         f"the sweep record is of template {head['template']}, the template is now "
-        f"{K.template_hash()}: re-run `{RERUN}` and commit {K.RECORD.name}")
-    assert head["problem"] == repr(K.SWEEP_PROBLEM)
-    from kernels.fa4._sm90_config import AttentionSm90Config
-
-    recorded = [compile_key(AttentionSm90Config.from_dict(r["config"])) for r in rows]
-    assert sorted(recorded) == sorted(compile_key(c) for c in K.sweep_classes())
+        f"{now['template']}: re-run the sweep with `{RERUN}` and commit {K.RECORD.name}")
+    assert head["versions"] == now["versions"], f"another toolchain: re-run `{RERUN}`"
+    assert (head["space"], head["arch"]) == ("fa4_sm90", "sm_90a")
+    assert head["problem"] == dataclasses.asdict(K.SWEEP_PROBLEM)
 
 
-def test_every_recorded_binary_compiled_clean():
-    _, rows = record()
-    bad = [r for r in rows if not clean(r)]
-    assert not bad, f"{len(bad)} of {len(rows)} failed, spilled or lost setmaxnreg: {bad[:3]}"
+def test_record_covers_every_binary_of_the_legal_space():
+    _, rows = load_record()
+    recorded = [json.dumps(r["config"], sort_keys=True) for r in rows]
+    wanted = [json.dumps(c, sort_keys=True) for c in K.sweep_configs()]
+    missing, extra = set(wanted) - set(recorded), set(recorded) - set(wanted)
+    assert not missing and not extra, (
+        f"{len(missing)} of {len(wanted)} binaries are not in the record and {len(extra)} "
+        f"recorded ones are no longer legal: finish or re-run the sweep with `{RERUN}`")
+    assert len(rows) == len(set(recorded))  # one row per binary
+
+
+def test_every_binary_compiled_without_spills():
+    _, rows = load_record()
+    bad = sweep.bad_rows(rows)
+    assert not bad, f"{len(bad)} of {len(rows)} failed or spilled: {bad[:3]}"
 
 
 @pytest.mark.slow
 def test_every_legal_binary_compiles_clean_again():
-    bad = [r for r in map(K.compile_row, K.sweep_classes()) if not clean(r)]
+    bad = sweep.bad_rows([sweep.compile_row(K.build_config, K.ARCH, c)
+                          for c in K.sweep_configs()])
     assert not bad, bad[:3]

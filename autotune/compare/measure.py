@@ -76,6 +76,9 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
             continue
         binders[variant] = lambda s, k=kernel: lambda: k(*s)
     binders["vendor"] = lambda s: space.vendor(problem, s)
+    others = list(space.op.other_vendors(problem, sets[0])) if space.op else []
+    for name in others:  # more baselines, e.g. attention's FlashAttention-2
+        binders[name] = lambda s, n=name: space.op.other_vendors(problem, s)[n]
     vendor_why, recorded = None, None
     if picked:
         choice = picked[0]
@@ -105,4 +108,5 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
         notes.append("tuned is the default")
     return Measurement(problem.key, space.flops(problem), times.get("tuned"),
                        times.get("default"), times["vendor"], note="; ".join(notes),
-                       dispatch_ms=times.get("dispatch"), recorded_ms=recorded, block=in_block)
+                       dispatch_ms=times.get("dispatch"), recorded_ms=recorded, block=in_block,
+                       others={name: times[name] for name in others})

@@ -34,6 +34,8 @@ class Measurement:
     # the time the store records for this shape's tuned entry (its study's reported winner)
     recorded_ms: float | None = None
     block: dict[str, float] | None = None  # variant -> ms inside a decoder-like graph (block.py)
+    # more baselines beside the vendor (Op.other_vendors: attention's "fa2"), ms by name
+    others: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _geomean(values: pd.Series) -> float:
@@ -71,13 +73,19 @@ def comparison_table(measurements: list[Measurement],
                 if v != "vendor":
                     row[f"{v}_vs_vendor_block"] = _ratio((m.block or {}).get("vendor"),
                                                          (m.block or {}).get(v))
+        for name, ms in m.others.items():
+            row.update({f"{name}_ms": ms, f"{name}_tflops": m.flops / ms / 1e9 if m.flops else None,
+                        f"tuned_vs_{name}": _ratio(ms, m.tuned_ms)})
         row["note"] = m.note
         rows.append(row)
+    others = list(dict.fromkeys(name for m in measurements for name in m.others))
     columns = (["problem"] + [f"{v}_{unit}" for v in VARIANTS for unit in ("ms", "tflops")]
                + [f"{a}_vs_{b}" for a, b in RATIOS] + ["recorded_ms", "tuned_vs_recorded"]
                + [f"{v}_block_ms" for v in blocks]
                + ([f"{v}_vs_vendor_block" for v in blocks if v != "vendor"]
-                  if "vendor" in blocks else []) + ["note"])
+                  if "vendor" in blocks else [])
+               + [c for n in others for c in (f"{n}_ms", f"{n}_tflops", f"tuned_vs_{n}")]
+               + ["note"])
     table = pd.DataFrame(rows, columns=columns)
     numeric = [c for c in table.columns if c not in ("problem", "note")]
     table[numeric] = table[numeric].astype(float)
@@ -168,6 +176,10 @@ def markdown_table(table: pd.DataFrame) -> str:
         columns += [("recorded_ms", "study's ms", 4), ("tuned_vs_recorded", "study / measured", 3)]
     columns += [(c, c.replace("_", " "), 4 if c.endswith("_ms") else 3)
                 for c in table.columns if "_block" in c]
+    others = [c.removesuffix("_tflops") for c in table.columns
+              if c.endswith("_tflops") and c.removesuffix("_tflops") not in VARIANTS]
+    columns += [c for n in others for c in ((f"{n}_tflops", f"{n} TFLOP/s", 1),
+                                            (f"tuned_vs_{n}", f"ours / {n}", 3))]
     columns.append(("note", "note", None))
     lines = ["| " + " | ".join(title for _, title, _ in columns) + " |",
              "|" + "|".join("---" if d is None else "---:" for _, _, d in columns) + "|"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from pathlib import Path
 
 from .problem import AttentionProblem
 
@@ -22,8 +23,8 @@ HEAD_DIMS = (64, 128)
 BARRIER_BYTES = 1024  # the mbarriers, below the 1024-byte aligned tiles
 ORDERS = ("head", "lpt")  # launch-time tile orders (see AttentionSm90Config.order)
 # Registers a consumer thread needs besides its S, P and O fragments (descriptors, softmax
-# statistics, indices, addresses): calibrated on the compile sweep (studies/results/
-# fa4_sm90_compile_sweep.jsonl), where every config within this margin compiled spill-free.
+# statistics, indices, addresses): calibrated on the compile sweep (studies/
+# 2026-11-23-fa4-sm90-compile-sweep/), where every config within this margin compiled spill-free.
 CONSUMER_OVERHEAD_REGS = 32
 
 
@@ -183,6 +184,13 @@ def launch_scalars(cfg: AttentionSm90Config, num_sms: int) -> tuple[int, int]:
     return (num_sms if cfg.persistent else NO_CTA_LIMIT), ORDER_CODES[cfg.order]
 
 
+def template_files() -> list[str]:
+    """The sources a compiled Hopper attention kernel depends on (its version is their hash)."""
+    fa4 = Path(__file__).resolve().parent
+    return [str(fa4 / f) for f in ("sm90.py", "_sm90_config.py", "_sm90_mma.py", "problem.py")
+            ] + [str(fa4.parent / "gemm" / "_sm90_wgmma.py")]
+
+
 def compile_key(cfg: AttentionSm90Config) -> tuple:
     """Configs with equal keys share one binary (they differ only in launch-time knobs)."""
     return tuple(v for k, v in sorted(cfg.as_dict().items()) if k not in RUNTIME_KNOBS)
@@ -193,8 +201,7 @@ def compile_key(cfg: AttentionSm90Config) -> tuple:
 #   softmax of one consumer (exp2 on the MUFU, max/sum on the FMA pipe) hides behind the other's
 #   wgmmas, and within a consumer behind its own P V; 240/32 registers for consumers/producer.
 # - block_n: the widest K/V tile whose S, P and O fragments stay in 240 registers cuts the
-#   per-tile fixed cost (barrier waits, row max/sum reductions, O rescale) per FLOP. Causal
-#   takes 128: the diagonal tiles are partly masked work, and narrower tiles waste less of it.
+#   per-tile fixed cost (barrier waits, row max/sum reductions, O rescale) per FLOP.
 # - head_dim 64: O needs half the registers, so three consumers (BLOCK_M = 192) with 160 each
 #   fit (with block_n = 128: S, P and O take 128), and the wider M amortizes every K/V tile over
 #   more queries.
@@ -202,14 +209,20 @@ def compile_key(cfg: AttentionSm90Config) -> tuple:
 #   need, and two already cover the TMA latency at these tile sizes.
 # - conditional rescale with threshold 8 (FA4): after the first tiles the row max rarely grows
 #   by more than 2^8, so most tiles skip the 64 multiplies per thread of the O rescale.
-# - causal: "lpt" order walks the longest query tiles first so the short ones fill the tail.
+# - one CTA per tile in "head" order, causal too: a head's query tiles run side by side and
+#   share its K/V in L2. Measured on an H100 (studies/2026-11-23-h100-fa4-sm90-bench/), "lpt"
+#   (longest first across heads, for balance) spreads the running CTAs over 132 heads whose
+#   K/V do not fit in L2 (causal 4k: DRAM 59% busy, 445 vs 485 TFLOP/s; 1k non-causal 334 vs
+#   536); persistent CTAs beat one CTA per tile only once (non-causal 16k, block_n 160, +2%).
+# - causal block_n = block_m (128): only the diagonal tile needs the mask; wider or narrower
+#   key tiles mask up to two tiles per query tile and lost 27-61% at 1k-4k.
 DEFAULTS = {
     (128, False): AttentionSm90Config(block_n=176, rescale_threshold=8.0),
-    (128, True): AttentionSm90Config(block_n=128, rescale_threshold=8.0, order="lpt"),
+    (128, True): AttentionSm90Config(block_n=128, rescale_threshold=8.0),
     (64, False): AttentionSm90Config(block_n=128, consumers=3, consumer_regs=160,
                                      rescale_threshold=8.0),
     (64, True): AttentionSm90Config(block_n=128, consumers=3, consumer_regs=160,
-                                    rescale_threshold=8.0, order="lpt"),
+                                    rescale_threshold=8.0),
 }
 
 

@@ -205,8 +205,13 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
                 for h in range(2):
                     mask_scores(cx, h, n)
         for h in range(2):
-            mx = T.cuda.warp_reduce(tree([s[i] for i in row_indices(h)], T.max), "max", 4)
-            mx = mx * T.float32(SCALE_LOG2)
+            # the row max goes to a register first: an expression holding the shuffles, used
+            # in both arms of the Select below, would put them in one arm (C's ?:), where only
+            # some lanes run them, and a shuffle that waits for lanes that never come hangs
+            T.buffer_store(cx.m_new, T.cuda.warp_reduce(
+                tree([s[i] for i in row_indices(h)], T.max), "max", 4) * T.float32(SCALE_LOG2),
+                [h])
+            mx = cx.m_new[h]
             if first:
                 m_new = mx
             elif THRESHOLD > 0:
