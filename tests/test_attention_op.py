@@ -1,0 +1,166 @@
+"""The attention op (autotune/ops/attention.py) on the CPU: problems and their syntax, the
+bucket rule, the inputs, the reference against the float64 numpy oracle, the vendor (torch
+SDPA) against the reference with our conventions (bottom-right causal, GQA), and the torch
+binding's checks, launcher and fake."""
+
+import numpy as np
+import pytest
+
+from autotune.ops.attention import ATTENTION, fa4_problem, sdpa
+from kernels.fa4 import reference
+
+torch = pytest.importorskip("torch")
+
+
+def problem(b=1, sq=128, sk=None, hq=4, hkv=None, d=64, causal=False, dtype="bfloat16"):
+    return ATTENTION.problem(dtype, batch=b, seqlen_q=sq, seqlen_k=sk or sq, heads_q=hq,
+                             heads_kv=hkv or hq, head_dim=d, causal=causal)
+
+
+@pytest.mark.parametrize("text, want", [
+    ("4x4096/32:8/128/causal", problem(4, 4096, hq=32, hkv=8, d=128, causal=True)),
+    ("2x1x1000/16/64", problem(2, 1, 1000, hq=16, d=64)),
+    ("1x127x4096/28:4/128", problem(1, 127, 4096, hq=28, hkv=4, d=128)),
+    ("batch=1,seqlen_q=5,seqlen_k=7,heads_q=2,heads_kv=1,head_dim=64,causal=true",
+     problem(1, 5, 7, hq=2, hkv=1, causal=True)),
+])
+def test_parse_and_short_syntax_round_trip(text, want):
+    got = ATTENTION.parse(text)
+    assert got == want
+    assert ATTENTION.parse(ATTENTION.shape(got)) == got
+    assert ATTENTION.from_key(got.key) == got
+
+
+@pytest.mark.parametrize("text, words", [
+    ("4x4096/32:8/128/causl", "not of the form"),
+    ("4x4096/128", "not of the form"),
+    ("0x4096/32/128", "batch=0 must be >= 1"),
+    ("1x0x16/32/128", "seqlen_q=0 must be >= 1"),
+    ("1x16/32:7/128", "heads_q=32 must be a positive multiple of heads_kv=7"),
+])
+def test_bad_shapes_are_refused_by_name(text, words):
+    with pytest.raises(ValueError, match=words):
+        ATTENTION.parse(text)
+
+
+def test_a_dtype_the_kernels_lack_is_refused():
+    with pytest.raises(ValueError, match="float32"):
+        ATTENTION.parse("1x16/4/64", "float32")
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (problem(sq=1000), problem(sq=1024), True),
+    (problem(sq=1024), problem(sq=1025), False),
+    (problem(sq=1, sk=1000), problem(sq=1, sk=1024), True),  # decode: the cache length
+    (problem(sq=1, sk=1024), problem(sq=1, sk=4096), False),
+    (problem(b=1), problem(b=16), True),  # batch only scales the grid
+    (problem(hq=32, hkv=8), problem(hq=16, hkv=4), True),  # the GQA ratio is what counts
+    (problem(hq=32, hkv=8), problem(hq=32, hkv=32), False),
+    (problem(d=64), problem(d=128), False),
+    (problem(causal=True), problem(causal=False), False),
+    (problem(), problem(dtype="float16"), False),
+])
+def test_bucket_rounds_sequence_lengths_and_fixes_the_rest(a, b, same):
+    assert (ATTENTION.bucket.bucket(a) == ATTENTION.bucket.bucket(b)) is same
+
+
+def test_counts():
+    p = problem(2, 1000, 4000, hq=16, hkv=4, d=128)
+    assert ATTENTION.flops(p) == 4.0 * 2 * 16 * 1000 * 4000 * 128
+    assert ATTENTION.flops(ATTENTION.parse("2x1000x4000/16:4/128/causal")) == ATTENTION.flops(p) / 2
+    q_o, k_v, lse = 2 * 1000 * 16, 2 * 4000 * 4, 4 * 2 * 16 * 1000
+    assert ATTENTION.bytes_moved(p) == 2 * 2 * 128 * (q_o + k_v) + lse
+    assert fa4_problem(p).group == 4 and fa4_problem(p).scale == 128 ** -0.5
+
+
+def test_inputs_are_the_kernels_parameters():
+    p = problem(2, 5, 7, hq=4, hkv=2, d=64)
+    q, k, v, o, lse = ATTENTION.make_inputs(p, seed=0, device="cpu")
+    assert [tuple(t.shape) for t in (q, k, v, o, lse)] == [
+        (2, 5, 4, 64), (2, 7, 2, 64), (2, 7, 2, 64), (2, 5, 4, 64), (2, 4, 5)]
+    assert q.dtype == torch.bfloat16 and lse.dtype == torch.float32
+    assert ATTENTION.output_indices(p) == [3, 4]
+    again = ATTENTION.make_inputs(p, seed=0, device="cpu")
+    assert torch.equal(q, again[0]) and not torch.equal(q, ATTENTION.make_inputs(p, 1, "cpu")[0])
+
+
+@pytest.mark.parametrize("sq, sk, hq, hkv, causal", [
+    (37, 37, 4, 4, False), (37, 37, 4, 1, True), (1, 50, 4, 2, True), (20, 50, 2, 2, True),
+    (50, 20, 2, 1, True)])  # the last: rows with no key
+def test_reference_matches_the_float64_oracle(sq, sk, hq, hkv, causal):
+    p = problem(2, sq, sk, hq=hq, hkv=hkv, d=64, causal=causal)
+    inputs = ATTENTION.make_inputs(p, seed=3, device="cpu")
+    o, lse = ATTENTION.reference(p, inputs)
+    want_o, want_lse = reference.attention(*(t.float().numpy() for t in inputs[:3]), causal)
+    np.testing.assert_allclose(o.numpy(), want_o, atol=2e-6)
+    np.testing.assert_allclose(lse.numpy(), want_lse, atol=2e-6)
+
+
+@pytest.mark.parametrize("sq, sk, hq, hkv, causal", [
+    (37, 37, 4, 1, True), (1, 50, 4, 2, False), (1, 50, 4, 2, True), (20, 50, 4, 4, True)])
+def test_vendor_sdpa_computes_what_the_reference_does(sq, sk, hq, hkv, causal):
+    """Bottom-right causal alignment and GQA grouping, through torch's own choice of backend."""
+    p = problem(1, sq, sk, hq=hq, hkv=hkv, d=64, causal=causal, dtype="float16")
+    inputs = ATTENTION.make_inputs(p, seed=1, device="cpu")
+    want = ATTENTION.reference(p, inputs)[0]
+    got = sdpa(*inputs[:3], causal)
+    assert tuple(got.shape) == tuple(inputs[0].shape)
+    assert float((got.float() - want).abs().max()) < 2e-2
+
+
+def test_call_problem_reads_the_call():
+    q = torch.empty(2, 9, 32, 128, dtype=torch.bfloat16)
+    k = torch.empty(2, 40, 8, 128, dtype=torch.bfloat16)
+    want = problem(2, 9, 40, hq=32, hkv=8, d=128, causal=True)
+    assert ATTENTION.call_problem((q, k, k, True)) == want
+    assert ATTENTION.call_problem((q, k, k))["causal"] is False
+    assert ATTENTION.call_key((q, k, k, True)) != ATTENTION.call_key((q, k, k, False))
+
+
+@pytest.mark.parametrize("shapes, dtypes, words", [
+    (((2, 9, 32, 128), (2, 40, 8, 128), (2, 41, 8, 128)), None, "two equal"),
+    (((2, 9, 32, 128), (1, 40, 8, 128), (1, 40, 8, 128)), None, "two equal"),
+    (((2, 9, 32, 64), (2, 40, 8, 128), (2, 40, 8, 128)), None, "two equal"),
+    (((9, 32, 128), (40, 8, 128), (40, 8, 128)), None, "two equal"),
+    (((2, 9, 32, 128), (2, 40, 5, 128), (2, 40, 5, 128)), None, "multiple of heads_kv=5"),
+    (((2, 9, 4, 64),) * 3, (torch.bfloat16, torch.float16, torch.float16), "different dtypes"),
+    (((2, 9, 4, 64),) * 3, (torch.float32,) * 3, "float32"),
+])
+def test_calls_no_kernel_can_serve_are_refused_by_name(shapes, dtypes, words):
+    dtypes = dtypes or (torch.bfloat16,) * 3
+    args = tuple(torch.empty(s, dtype=dt) for s, dt in zip(shapes, dtypes))
+    with pytest.raises(ValueError, match=words):
+        ATTENTION.call_problem(args)
+
+
+def test_launcher_passes_contiguous_buffers_and_returns_o():
+    """A fused qkv projection's q, k, v are strided views: the kernel gets contiguous copies,
+    a fresh o and an lse of (batch, heads_q, seqlen_q) float32, and the call returns o."""
+    qkv = torch.randn(2, 9, 6 * 64, dtype=torch.bfloat16)
+    q, k, v = (t.view(2, 9, -1, 64) for t in qkv.split([4 * 64, 64, 64], dim=-1))
+    args = (q, k, v, True)
+    p = ATTENTION.call_problem(args)
+    seen = []
+
+    def kernel(*buffers, check=True):
+        seen.append(buffers)
+        buffers[3].fill_(1.0)
+
+    o = ATTENTION.launcher(args, p, kernel)(args, None)
+    (bq, bk, bv, bo, lse), = seen
+    assert all(t.is_contiguous() for t in (bq, bk, bv, bo))
+    assert torch.equal(bq, q) and torch.equal(bk, k) and torch.equal(bv, v)
+    assert o is bo and bool((o == 1).all()) and tuple(o.shape) == (2, 9, 4, 64)
+    assert tuple(lse.shape) == (2, 4, 9) and lse.dtype == torch.float32
+    out = torch.empty_like(q)
+    assert ATTENTION.launcher(args, p, kernel)(args, out) is out
+
+
+def test_vendor_launcher_and_fake_have_the_kernels_output():
+    p = problem(1, 7, 11, hq=4, hkv=2, d=64, causal=True)
+    q, k, v, _, _ = ATTENTION.make_inputs(p, seed=0, device="cpu")
+    o = ATTENTION.vendor_launcher((q, k, v, True), p)((q, k, v, True), None)
+    assert o.is_contiguous() and o.shape == q.shape and o.dtype == q.dtype
+    assert float((o.float() - ATTENTION.reference(p, [q, k, v, None, None])[0]).abs().max()) < 5e-2
+    fake = ATTENTION.fake(q, k, v, True)
+    assert fake.shape == q.shape and fake.dtype == q.dtype
