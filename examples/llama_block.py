@@ -1,12 +1,16 @@
-"""A Llama-3-8B-style decoder block whose GEMMs go through the autotune dispatcher, timed
-against the same block on torch's defaults (cuBLAS GEMMs), with an output check.
+"""A Llama-3-8B-style decoder block whose attention and GEMMs all go through autotune's dispatch
+(the torch custom ops torch.ops.autotune.attention and torch.ops.autotune.gemm), timed against
+the same block on torch's own ops (cuDNN SDPA where it takes the call, cuBLAS GEMMs), both
+captured in CUDA graphs under the tuner's timing protocol, with an output check.
 
     python examples/llama_block.py                 # decode M=1..64 and prefill M=512..8192
-    python examples/llama_block.py --list-shapes   # the GEMM shapes (MxNxK), for prebuild
+    python examples/llama_block.py --list-shapes gemm   # shapes for `python -m autotune.dispatch
+    python examples/llama_block.py --list-shapes attention   # prebuild` (GEMM, attention)
 
 Decode: M sequences each add one token, attending over a KV cache of --context tokens.
-Prefill: one sequence of M tokens, causal. Attention is torch SDPA on both sides (the TIRx
-attention template has not landed); RoPE is left out - it changes no GEMM shape.
+Prefill: one sequence of M tokens, causal. Each block keeps its KV cache in its attention's
+layout: torch's (batch, heads, tokens, head_dim) for SDPA, ours (batch, tokens, heads,
+head_dim) as FlashAttention's. RoPE is left out: it changes no kernel's shape.
 """
 
 from __future__ import annotations
@@ -27,22 +31,72 @@ PREFILL_M = (512, 1024, 2048, 4096, 8192)
 # (N, K) of each projection, as a weight of shape (N, K): qkv, o, gate+up fused, down.
 PROJECTIONS = {"qkv": (QKV, HIDDEN), "o": (HIDDEN, HEADS * HEAD_DIM), "gate_up": (2 * FFN, HIDDEN),
                "down": (HIDDEN, FFN)}
+# torch's block: cuDNN first, then torch's own order (a backend that refuses a call is skipped)
+TORCH_SDPA_ORDER = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
 
 def gemm_shapes(ms) -> list[str]:
     return [f"{m}x{n}x{k}" for m in ms for n, k in PROJECTIONS.values()]
 
 
+def attention_shapes(decode, prefill, context: int, dtype: str = "bfloat16") -> list[str]:
+    """The problems the block's attention calls run, in ops/attention.py's syntax, as dispatch
+    derives them from the calls (a decode step of GQA runs with its heads packed)."""
+    import torch
+
+    from autotune.ops.attention import ATTENTION
+
+    def problem(b, sq, sk, causal):
+        q = torch.empty(b, sq, HEADS, HEAD_DIM, dtype=getattr(torch, dtype), device="meta")
+        k = torch.empty(b, sk, KV_HEADS, HEAD_DIM, dtype=q.dtype, device="meta")
+        return ATTENTION.shape(ATTENTION.call_problem((q, k, k, causal)))
+
+    return ([problem(m, 1, context + 1, False) for m in decode]
+            + [problem(1, m, m, True) for m in prefill])
+
+
+def sdpa_backend_used(q, k, v, causal: bool) -> str:
+    """The first backend of TORCH_SDPA_ORDER that takes this call: the one torch's block runs."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    for name in TORCH_SDPA_ORDER:
+        try:
+            with sdpa_kernel(getattr(SDPBackend, name)):
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+            return name
+        except RuntimeError:
+            continue
+    raise RuntimeError("no SDPA backend takes the call")
+
+
+def torch_attention(q, k, v, causal: bool):
+    """q (B, HEADS, S, D), k and v (B, KV_HEADS, T, D): SDPA, cuDNN first."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([getattr(SDPBackend, n) for n in TORCH_SDPA_ORDER], set_priority=True):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+
+
 class Block:
-    def __init__(self, linear, dtype, seed: int = 0):
+    def __init__(self, linear, attention, dtype, seed: int = 0):
+        """linear(x, weight (N, K)) = x @ weight.T. attention: None for torch's SDPA on
+        (batch, heads, tokens, head_dim) tensors, else attention(q, k, v, causal) on
+        FlashAttention's (batch, tokens, heads, head_dim)."""
         import torch
 
-        self.linear = linear  # (x, weight (N, K)) -> x @ weight.T
+        self.linear, self.attention = linear, attention
         gen = torch.Generator(device="cpu").manual_seed(seed)
         self.w = {name: (torch.randn(n, k, generator=gen) / k ** 0.5).to("cuda", dtype)
                   for name, (n, k) in PROJECTIONS.items()}
         self.norm1 = torch.ones(HIDDEN, device="cuda", dtype=dtype)
         self.norm2 = torch.ones(HIDDEN, device="cuda", dtype=dtype)
+
+    @property
+    def cache_dim(self) -> int:
+        """The tokens' dimension of this block's KV cache."""
+        return 2 if self.attention is None else 1
 
     @staticmethod
     def rms_norm(x, weight, eps: float = 1e-5):
@@ -52,39 +106,41 @@ class Block:
         return (x.float() * torch.rsqrt(var + eps)).to(x.dtype) * weight
 
     def __call__(self, x, k_cache=None, v_cache=None):
-        """x: (B, S, HIDDEN). With caches (B, KV_HEADS, C, HEAD_DIM): decode over C + S keys."""
+        """x: (B, S, HIDDEN). With caches: decode over their tokens and S more."""
         import torch
         import torch.nn.functional as F
 
         B, S, _ = x.shape
         qkv = self.linear(self.rms_norm(x, self.norm1), self.w["qkv"])
         q, k, v = qkv.split([HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM], dim=-1)
-        q = q.view(B, S, HEADS, HEAD_DIM).transpose(1, 2)
-        k = k.view(B, S, KV_HEADS, HEAD_DIM).transpose(1, 2)
-        v = v.view(B, S, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        q = q.view(B, S, HEADS, HEAD_DIM)
+        k, v = k.view(B, S, KV_HEADS, HEAD_DIM), v.view(B, S, KV_HEADS, HEAD_DIM)
+        if self.attention is None:
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if k_cache is not None:
-            k, v = torch.cat([k_cache, k], dim=2), torch.cat([v_cache, v], dim=2)
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=k_cache is None, enable_gqa=True)
-        attn = attn.transpose(1, 2).reshape(B, S, HEADS * HEAD_DIM)
+            k = torch.cat([k_cache, k], dim=self.cache_dim)
+            v = torch.cat([v_cache, v], dim=self.cache_dim)
+        causal = k_cache is None
+        if self.attention is None:
+            attn = torch_attention(q, k, v, causal).transpose(1, 2)
+        else:
+            attn = self.attention(q, k, v, causal)
+        attn = attn.reshape(B, S, HEADS * HEAD_DIM)
         x = x + self.linear(attn, self.w["o"])
         gate, up = self.linear(self.rms_norm(x, self.norm2), self.w["gate_up"]).chunk(2, dim=-1)
         return x + self.linear(F.silu(gate) * up, self.w["down"])
 
 
-def time_ms(fn, iters: int, warmup: int = 5) -> float:
-    import torch
+def time_blocks(calls: dict, rounds: int) -> dict[str, float]:
+    """Median ms of each block call as a forward pass runs it (the tuner's protocol: captured in
+    a CUDA graph, runner/protocol.py), rounds interleaved in rotated order. One input set: a
+    block's 436 MB of weights stream from device memory on every call."""
+    from autotune.runner.protocol import time_in_graph
+    from autotune.runner.timing import interleaved
 
-    for _ in range(warmup):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    per_round = interleaved({name: lambda c=call: time_in_graph(lambda i: c(), 1).median_ms
+                             for name, call in calls.items()}, rounds)
+    return {name: statistics.median(times) for name, times in per_round.items()}
 
 
 def run_case(mode: str, m: int, blocks: dict, args) -> dict:
@@ -94,47 +150,64 @@ def run_case(mode: str, m: int, blocks: dict, args) -> dict:
     gen = torch.Generator(device="cpu").manual_seed(m)
     if mode == "decode":
         x = torch.randn(m, 1, HIDDEN, generator=gen).to("cuda", dtype)
-        cache = [torch.randn(m, KV_HEADS, args.context, HEAD_DIM, generator=gen).to("cuda", dtype)
-                 for _ in range(2)]
+        cache = [torch.randn(m, args.context, KV_HEADS, HEAD_DIM, generator=gen).to("cuda", dtype)
+                 for _ in range(2)]  # FlashAttention's layout; torch's block gets a transposed copy
+        caches = {"torch": [c.transpose(1, 2).contiguous() for c in cache], "autotune": cache}
+        probe = (torch.empty(m, HEADS, 1, HEAD_DIM, device="cuda", dtype=dtype),
+                 caches["torch"][0], caches["torch"][1], False)
     else:
         x = torch.randn(1, m, HIDDEN, generator=gen).to("cuda", dtype)
-        cache = [None, None]
-    outputs = {name: block(x, *cache) for name, block in blocks.items()}
+        caches = {"torch": [None, None], "autotune": [None, None]}
+        probe = (torch.empty(1, HEADS, m, HEAD_DIM, device="cuda", dtype=dtype),
+                 *(torch.empty(1, KV_HEADS, m, HEAD_DIM, device="cuda", dtype=dtype),) * 2, True)
+    outputs = {name: block(x, *caches[name]) for name, block in blocks.items()}
     ref, out = outputs["torch"].float(), outputs["autotune"].float()
     rel_error = (torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref)).item()
-    iters = args.iters if mode == "decode" else max(5, args.iters // 4)
-    times = {name: time_ms(lambda b=block: b(x, *cache), iters) for name, block in blocks.items()}
+    times = time_blocks({name: lambda b=block, c=caches[name]: b(x, *c)
+                         for name, block in blocks.items()}, args.rounds)
     return {"mode": mode, "M": m, "torch_ms": times["torch"], "autotune_ms": times["autotune"],
             "speedup": times["torch"] / times["autotune"], "rel_error": rel_error,
-            "ok": rel_error <= args.tolerance}
+            "ok": rel_error <= args.tolerance, "torch_sdpa": sdpa_backend_used(*probe)}
 
 
 def report(rows: list[dict], context: dict) -> str:
-    lines = [f"# Llama-3-8B decoder block: GEMMs through autotune vs torch defaults", ""]
+    lines = ["# Llama-3-8B decoder block: attention and GEMMs through autotune vs torch", ""]
     lines += [f"- {k}: {v}" for k, v in context.items()] + [""]
-    lines += ["| mode | M | torch ms | autotune ms | speed-up | rel. error | ok |",
-              "|---|---:|---:|---:|---:|---:|---|"]
+    lines += ["| mode | M | torch ms | autotune ms | speed-up | rel. error | ok | torch SDPA |",
+              "|---|---:|---:|---:|---:|---:|---|---|"]
     lines += [f"| {r['mode']} | {r['M']} | {r['torch_ms']:.4f} | {r['autotune_ms']:.4f} | "
-              f"{r['speedup']:.3f} | {r['rel_error']:.2e} | {'yes' if r['ok'] else 'NO'} |"
-              for r in rows]
+              f"{r['speedup']:.3f} | {r['rel_error']:.2e} | {'yes' if r['ok'] else 'NO'} | "
+              f"{r['torch_sdpa']} |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def routes_by_rule(op) -> str:
+    counts = {}
+    for route in op.routes.values():
+        counts[route.reason] = counts.get(route.reason, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--list-shapes", action="store_true", help="print GEMM shapes and exit")
+    parser.add_argument("--list-shapes", choices=("gemm", "attention"),
+                        help="print the GEMM (MxNxK) or attention shapes and exit")
     parser.add_argument("--decode", type=int, nargs="*", default=list(DECODE_M))
     parser.add_argument("--prefill", type=int, nargs="*", default=list(PREFILL_M))
     parser.add_argument("--context", type=int, default=1024, help="decode KV-cache length")
     parser.add_argument("--dtype", default="bfloat16")
-    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
     parser.add_argument("--tolerance", type=float, default=2e-2)
-    parser.add_argument("--store", help="config store (default: the one for this GPU)")
+    parser.add_argument("--store", help="GEMM config store (default: the one for this GPU)")
+    parser.add_argument("--attention-store", help="attention config store (default: this GPU's)")
     parser.add_argument("--artifacts", help="prebuilt kernels (default ~/.cache/autotune/dispatch)")
     parser.add_argument("--out", help="write <out>.md and <out>.json")
     args = parser.parse_args(argv)
-    if args.list_shapes:
+    if args.list_shapes == "gemm":
         print(" ".join(gemm_shapes([*args.decode, *args.prefill])))
+        return 0
+    if args.list_shapes == "attention":
+        print(" ".join(attention_shapes(args.decode, args.prefill, args.context, args.dtype)))
         return 0
 
     import platform
@@ -143,19 +216,26 @@ def main(argv=None) -> int:
     import torch.nn.functional as F
 
     import autotune
+    from autotune.dispatch.torch_op import register_torch_op
 
-    op = autotune.load("gemm", store=args.store, artifacts=args.artifacts)
+    gemm = autotune.load("gemm", store=args.store, artifacts=args.artifacts)
+    attention = autotune.load("attention", store=args.attention_store, artifacts=args.artifacts)
+    register_torch_op(gemm)
+    register_torch_op(attention)
     dtype = getattr(torch, args.dtype)
-    blocks = {"torch": Block(F.linear, dtype), "autotune": Block(op, dtype)}
+    blocks = {"torch": Block(F.linear, None, dtype),
+              "autotune": Block(torch.ops.autotune.gemm, torch.ops.autotune.attention, dtype)}
     rows = [run_case("decode", m, blocks, args) for m in args.decode]
     rows += [run_case("prefill", m, blocks, args) for m in args.prefill]
-    routes = {}
-    for route in op.routes.values():
-        routes[route.reason] = routes.get(route.reason, 0) + 1
     context = {"device": torch.cuda.get_device_name(0), "host": platform.node(),
                "torch": torch.__version__, "dtype": args.dtype, "decode context": args.context,
-               "config store": op.store_path or "none usable (defaults)",
-               "GEMM routes by rule": ", ".join(f"{k} {v}" for k, v in sorted(routes.items()))}
+               "timing": f"CUDA graph per block call (autotune/runner/protocol.py time_in_graph), "
+                         f"median of {args.rounds} interleaved rounds",
+               "command": " ".join(["python", "examples/llama_block.py", *sys.argv[1:]]),
+               "GEMM store": gemm.store_path or "none usable (defaults)",
+               "attention store": attention.store_path or "none usable (defaults)",
+               "GEMM routes by rule": routes_by_rule(gemm),
+               "attention routes by rule": routes_by_rule(attention)}
     text = report(rows, context)
     print(text)
     if args.out:

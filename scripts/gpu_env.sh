@@ -6,6 +6,9 @@ SCRATCH=${TMPDIR:-/tmp}
 SITE=$SCRATCH/site
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [ ! -d $SITE/tvm ]; then
+  # The first part was copied here by an earlier call; it is gone if the machine went back idle.
+  [ -f $SCRATCH/stage/tvm.part-a ] || { echo "gpu_env.sh: $SCRATCH/stage/tvm.part-a is missing:" \
+    "the machine was given back since the call that staged it; stage .bundle/tvm-a again" >&2; exit 3; }
   mkdir -p $SITE
   cat $SCRATCH/stage/tvm.part-a .bundle/tvm-b/part | tar -xJ -C $SITE
   tar -xJf .bundle/device-site.tar.xz -C $SITE

@@ -6,7 +6,7 @@ binding's checks, launcher and fake."""
 import numpy as np
 import pytest
 
-from autotune.ops.attention import ATTENTION, fa4_problem, sdpa
+from autotune.ops.attention import ATTENTION, BENCHMARK_SHAPES, fa4_problem, packs_heads, sdpa
 from kernels.fa4 import reference
 
 torch = pytest.importorskip("torch")
@@ -41,6 +41,19 @@ def test_parse_and_short_syntax_round_trip(text, want):
 def test_bad_shapes_are_refused_by_name(text, words):
     with pytest.raises(ValueError, match=words):
         ATTENTION.parse(text)
+
+
+def test_causal_rows_without_keys_cannot_be_tuned_but_can_be_called():
+    assert ATTENTION.untunable(ATTENTION.parse("1x100x200/8/128/causal")) == []
+    assert ATTENTION.untunable(ATTENTION.parse("1x200x100/8/128")) == []
+    reasons = ATTENTION.untunable(ATTENTION.parse("1x200x100/8/128/causal"))
+    assert len(reasons) == 1 and "without a key" in reasons[0]
+
+
+def test_benchmark_shapes_parse():
+    problems = [ATTENTION.parse(s) for s in BENCHMARK_SHAPES]
+    assert all(p["batch"] * p["seqlen_q"] == 16384 for p in problems[:8])
+    assert not any(ATTENTION.untunable(p) for p in problems)
 
 
 def test_a_dtype_the_kernels_lack_is_refused():
@@ -164,3 +177,42 @@ def test_vendor_launcher_and_fake_have_the_kernels_output():
     assert float((o.float() - ATTENTION.reference(p, [q, k, v, None, None])[0]).abs().max()) < 5e-2
     fake = ATTENTION.fake(q, k, v, True)
     assert fake.shape == q.shape and fake.dtype == q.dtype
+
+
+def reference_kernel(problem):
+    """A kernel as the launcher sees one: writes o and lse as `problem`'s reference has them."""
+
+    def kernel(q, k, v, o, lse, check=True):
+        assert (q.shape[1], q.shape[2]) == (problem["seqlen_q"], problem["heads_q"])
+        ref_o, ref_lse = ATTENTION.reference(problem, [q, k, v, o, lse])
+        o.copy_(ref_o)
+        lse.copy_(ref_lse)
+
+    return kernel
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_gqa_decode_step_runs_with_its_heads_packed_into_rows(causal):
+    """Decode of GQA 8:2: the kernel runs 4 query rows of 2 heads (one MHA problem), and the
+    call still gets each query head's own attention."""
+    p = problem(3, 1, 37, hq=8, hkv=2, d=64, causal=causal)
+    q, k, v, _, _ = ATTENTION.make_inputs(p, seed=2, device="cpu")
+    args = (q, k, v, causal)
+    packed = ATTENTION.call_problem(args)
+    assert packed == problem(3, 4, 37, hq=2, hkv=2, d=64, causal=False)
+    o = ATTENTION.launcher(args, packed, reference_kernel(packed))(args, None)
+    want = ATTENTION.reference(p, [q, k, v, None, None])[0]
+    assert o.shape == q.shape and float((o.float() - want).abs().max()) < 1e-2
+    out = torch.empty_like(q)
+    assert ATTENTION.launcher(args, packed, reference_kernel(packed))(args, out) is out
+    assert torch.equal(out, o)
+
+
+@pytest.mark.parametrize("sq, hq, hkv, packs", [(1, 32, 8, True), (1, 8, 8, False),
+                                                 (2, 32, 8, False), (4096, 32, 8, False)])
+def test_only_decode_steps_of_gqa_are_packed(sq, hq, hkv, packs):
+    assert packs_heads(sq, hq, hkv) is packs
+    q = torch.empty(2, sq, hq, 64, dtype=torch.bfloat16)
+    k = torch.empty(2, 50, hkv, 64, dtype=torch.bfloat16)
+    got = ATTENTION.call_problem((q, k, k))
+    assert (got["seqlen_q"], got["heads_q"]) == ((hq // hkv, hkv) if packs else (sq, hq))

@@ -78,6 +78,9 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
                      choice.reason != "exact" else choice.reason)
     vendor = [space.vendor(problem, s) for s in sets]
     launches["vendor"] = lambda i: vendor[i]()
+    others = [space.op.other_vendors(problem, s) if space.op else {} for s in sets]
+    for name in others[0]:  # more baselines, e.g. attention's FlashAttention-2
+        launches[name] = lambda i, n=name: others[i][n]()
     _keep_busy(launches["vendor"], len(sets), WARM_MS)
     per_round = interleaved(
         {v: lambda f=f: time_launches(f, len(sets), rounds=1, warmup_ms=5.0).median_ms
@@ -88,4 +91,5 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
         times["default"] = times["tuned"]
         notes.append("tuned is the default")
     return Measurement(problem.key, space.flops(problem), times.get("tuned"), times.get("default"),
-                       times["vendor"], note="; ".join(notes))
+                       times["vendor"], note="; ".join(notes),
+                       others={name: times[name] for name in others[0]})

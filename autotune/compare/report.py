@@ -24,6 +24,7 @@ class Measurement:
     default_ms: float | None
     vendor_ms: float | None
     note: str = ""  # e.g. which config ran, or why a variant is missing
+    others: dict[str, float] = dataclasses.field(default_factory=dict)  # more vendors' ms by name
 
 
 def _geomean(values: pd.Series) -> float:
@@ -43,11 +44,17 @@ def comparison_table(measurements: list[Measurement]) -> pd.DataFrame:
             row[f"{v}_tflops"] = m.flops / ms / 1e9 if ms and m.flops else None
         row["tuned_vs_default"] = m.default_ms / m.tuned_ms if m.tuned_ms and m.default_ms else None
         row["tuned_vs_vendor"] = m.vendor_ms / m.tuned_ms if m.tuned_ms and m.vendor_ms else None
+        for name, ms in m.others.items():
+            row.update({f"{name}_ms": ms, f"{name}_tflops": m.flops / ms / 1e9 if m.flops else None,
+                        f"tuned_vs_{name}": ms / m.tuned_ms if m.tuned_ms else None})
         row["note"] = m.note
         rows.append(row)
+    others = list(dict.fromkeys(name for m in measurements for name in m.others))
     table = pd.DataFrame(rows, columns=["problem"] + [f"{v}_{unit}" for v in VARIANTS
                                                       for unit in ("ms", "tflops")]
-                         + ["tuned_vs_default", "tuned_vs_vendor", "note"])
+                         + ["tuned_vs_default", "tuned_vs_vendor"]
+                         + [c for n in others for c in (f"{n}_ms", f"{n}_tflops", f"tuned_vs_{n}")]
+                         + ["note"])
     numeric = [c for c in table.columns if c not in ("problem", "note")]
     table[numeric] = table[numeric].astype(float)
     # Geomeans of rates and ratios only: a geomean of times over different shapes means nothing.
@@ -123,7 +130,12 @@ def markdown_table(table: pd.DataFrame) -> str:
                ("default_tflops", "default TFLOP/s", 1), ("vendor_tflops", "vendor TFLOP/s", 1),
                ("tuned_ms", "tuned ms", 4), ("default_ms", "default ms", 4),
                ("vendor_ms", "vendor ms", 4), ("tuned_vs_default", "tuned/default", 2),
-               ("tuned_vs_vendor", "tuned/vendor", 2), ("note", "note", None)]
+               ("tuned_vs_vendor", "tuned/vendor", 2)]
+    others = [c.removesuffix("_tflops") for c in table.columns
+              if c.endswith("_tflops") and c.removesuffix("_tflops") not in VARIANTS]
+    columns += [c for n in others for c in ((f"{n}_tflops", f"{n} TFLOP/s", 1),
+                                            (f"tuned_vs_{n}", f"tuned/{n}", 2))]
+    columns.append(("note", "note", None))
     lines = ["| " + " | ".join(title for _, title, _ in columns) + " |",
              "|" + "|".join("---" if d is None else "---:" for _, _, d in columns) + "|"]
     for _, row in table.iterrows():

@@ -9,6 +9,7 @@ masks aligned to the bottom right. The kernels take (Q, K, V, O, LSE) then their
 
 Torch binding: op(q, k, v, causal=False) -> o, as flash_attn_func(q, k, v, causal=causal). The
 log-sum-exp the kernels also write is scratch here (forward-only inference does not read it).
+A decode step of GQA runs as the problem with its query heads packed into rows (packs_heads).
 Tensors are used through their methods (no torch import at module level)."""
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ RUNTIME_FIELDS = ("batch", "seqlen_q", "seqlen_k")  # the kernels read them off 
 # Vendor baselines: torch SDPA through one backend each. cuDNN is the one to beat (what
 # `vendor` times); FlashAttention-2 is reported beside it.
 VENDORS = {"cudnn": "CUDNN_ATTENTION", "fa2": "FLASH_ATTENTION"}
+# What attention is tuned and benchmarked on: the issue's benchmark (head_dim 128, 16 heads,
+# 16k tokens per batch, causal and not) and the Llama-3-8B decoder block's (GQA 32:8): prefill,
+# and a decode step of 64 sequences over a 4k cache as it runs, its 4 query heads per K/V head
+# packed into query rows (`packs_heads`: a call 64x1x4096/32:8/128 is this problem).
+BENCHMARK_SHAPES = tuple(f"{16384 // s}x{s}/16/128{c}" for s in (1024, 4096, 8192, 16384)
+                         for c in ("", "/causal")) + ("1x4096/32:8/128/causal", "64x4x4096/8/128")
 SHAPE_SYNTAX = "BATCHxSEQ[xSEQ_K]/HEADS[:KV_HEADS]/HEAD_DIM[/causal] (e.g. 4x4096/32:8/128/causal)"
 
 
@@ -61,6 +68,15 @@ def sdpa(q, k, v, causal: bool, backend: str | None = None):
     return o.transpose(1, 2)
 
 
+def packs_heads(seqlen_q: int, heads_q: int, heads_kv: int) -> bool:
+    """Whether a call runs with its query heads packed into query rows: a decode step (one
+    query per sequence) of GQA. Its group's query heads see the same keys, so as query rows of
+    one head they share each K/V tile load, and a tile of 64+ rows holds `group` rows instead
+    of one (FlashAttention-3's pack_gqa). Causal or not is the same there: the one query sees
+    every key (bottom-right alignment)."""
+    return seqlen_q == 1 and heads_q > heads_kv
+
+
 class Attention(Op):
     name = "attention"
     fields = {"batch": int, "seqlen_q": int, "seqlen_k": int, "heads_q": int, "heads_kv": int,
@@ -92,6 +108,17 @@ class Attention(Op):
         return self.problem(dtype, batch=int(b), seqlen_q=int(sq), seqlen_k=int(sk or sq),
                             heads_q=int(hq), heads_kv=int(hkv or hq), head_dim=int(d),
                             causal=bool(causal))
+
+    @staticmethod
+    def untunable(problem: Problem) -> list[str]:
+        """Why a study cannot tune `problem` (sentences; [] when it can), whatever the template:
+        causal with seqlen_q > seqlen_k leaves query rows without a key, whose log-sum-exp is
+        +inf, an output value the runner's checks refuse. Dispatch still serves such calls."""
+        if problem["causal"] and problem["seqlen_q"] > problem["seqlen_k"]:
+            return [f"causal with seqlen_q={problem['seqlen_q']} > seqlen_k={problem['seqlen_k']} "
+                    "leaves query rows without a key (lse = +inf), which a tuning check cannot "
+                    "compare; dispatch still serves such calls"]
+        return []
 
     @staticmethod
     def shape(problem: Problem) -> str:
@@ -153,8 +180,14 @@ class Attention(Op):
             k, v = (t.repeat_interleave(group, dim=2) for t in (k, v))
         return lambda: sdpa(q, k, v, causal, backend)
 
+    def other_vendors(self, problem: Problem, inputs: list) -> dict:
+        """The other SDPA backends of VENDORS (FlashAttention-2), for reports."""
+        return {name: self.vendor(problem, inputs, name) for name in VENDORS if name != "cudnn"}
+
     # -- the torch binding ----------------------------------------------------------------
     def call_problem(self, args: tuple) -> Problem:
+        """The problem the kernel runs for this call: the call's own, or for a decode step of
+        GQA its heads packed into query rows (`packs_heads`)."""
         if len(args) not in (3, 4):
             raise ValueError(f"attention takes (q, k, v, causal=False), got {len(args)} arguments")
         q, k, v = args[:3]
@@ -169,22 +202,34 @@ class Attention(Op):
         if len(dtypes) != 1:
             raise ValueError(f"attention: q, k, v have different dtypes {sorted(dtypes)}")
         b, sq, hq, d = q.shape
-        return self.problem(dtypes.pop(), batch=b, seqlen_q=sq, seqlen_k=k.shape[1],
-                            heads_q=hq, heads_kv=k.shape[2], head_dim=d, causal=causal)
+        sk, hkv = k.shape[1], k.shape[2]
+        if hkv and hq % hkv == 0 and packs_heads(sq, hq, hkv):
+            return self.problem(dtypes.pop(), batch=b, seqlen_q=hq // hkv, seqlen_k=sk,
+                                heads_q=hkv, heads_kv=hkv, head_dim=d, causal=False)
+        return self.problem(dtypes.pop(), batch=b, seqlen_q=sq, seqlen_k=sk, heads_q=hq,
+                            heads_kv=hkv, head_dim=d, causal=causal)
 
     def launcher(self, args: tuple, problem: Problem, kernel) -> Launcher:
         """Run the kernel on contiguous q, k, v (a fused projection's views are strided) into a
-        fresh o and a scratch lse."""
+        fresh o and a scratch lse; a decode step of GQA with its heads packed (`packs_heads`)."""
+        b, sq, hq, d = args[0].shape
+        hkv = args[1].shape[2]
+        packed = packs_heads(sq, hq, hkv)
         lse_shape = (problem["batch"], problem["heads_q"], problem["seqlen_q"])
 
         def launch(args, out):
             import torch
 
             q, k, v = (t if t.is_contiguous() else t.contiguous() for t in args[:3])
-            o = q.new_empty(q.shape) if out is None else out
+            if packed:  # query head j * group + g becomes query row g of key/value head j
+                q = q.reshape(b, hkv, hq // hkv, d).transpose(1, 2).contiguous()
+            o = q.new_empty(q.shape) if out is None or packed else out
             lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
             kernel(q, k, v, o, lse, check=False)  # shapes and dtype are fixed by the route's key
-            return o
+            if not packed:
+                return o
+            o = o.transpose(1, 2).reshape(b, sq, hq, d)
+            return o if out is None else out.copy_(o)
 
         return launch
 
@@ -192,7 +237,7 @@ class Attention(Op):
         """torch SDPA, backend of torch's choosing."""
 
         def launch(args, out):
-            o = sdpa(*args[:3], problem["causal"])
+            o = sdpa(*args[:3], bool(args[3]) if len(args) == 4 else False)
             if out is None:
                 return o.contiguous()  # as the kernels' o (and the fake's)
             out.copy_(o)

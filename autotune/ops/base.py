@@ -98,6 +98,11 @@ class Op:
         """A zero-argument callable running the vendor baseline on make_inputs' tensors."""
         raise NotImplementedError
 
+    def other_vendors(self, problem: Problem, inputs: list) -> dict[str, Callable]:
+        """More baselines `autotune compare` times beside `vendor` (name -> zero-argument
+        callable on make_inputs' tensors), e.g. attention's FlashAttention-2; none by default."""
+        return {}
+
     # -- the torch binding ----------------------------------------------------------------
     def call_key(self, args: tuple) -> Hashable:
         """What a call's route is cached by: its tensors' shapes and dtypes, its other values."""

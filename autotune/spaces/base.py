@@ -72,6 +72,16 @@ class SearchSpace(abc.ABC):
         change one decision): a study enqueues them before its sampler proposes. Optional."""
         return []
 
+    def legal_variants(self, problem: Problem, base: Config,
+                       variants: list[Config]) -> list[Config]:
+        """`variants` that are legal and differ from `base` and from each other, in order: what
+        seed_configs returns after trying its neighbours."""
+        out = []
+        for config in variants:
+            if config != base and config not in out and not self.violations(config, problem):
+                out.append(config)
+        return out
+
     # -- problems (from the op unless overridden) -----------------------------------------
     def _op(self, method: str) -> Op:
         if self.op is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from kernels.fa4 import _sm90_config as cfg_rules
 from kernels.fa4._sm90_config import AttentionSm90Config
 
-from ..ops.attention import ATTENTION, RUNTIME_FIELDS, fa4_problem
+from ..ops.attention import ATTENTION, BENCHMARK_SHAPES, RUNTIME_FIELDS, fa4_problem
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 
 H100_SMS = 132  # max_ctas where no GPU is visible (compiling, CPU tests): H100 SXM's SM count
@@ -42,11 +42,7 @@ class Fa4Sm90Space(CategoricalKnobs, SearchSpace):
     name = "fa4_sm90"
     arch = "sm_90a"
     op = ATTENTION
-    # The issue's benchmark: head_dim 128, 16 heads, 16k tokens per batch, causal and not; and
-    # the decoder block's (Llama-3-8B, GQA 32:8): prefill, and decode over a 4k cache.
-    default_shapes = tuple(f"{16384 // s}x{s}/16/128{c}" for s in (1024, 4096, 8192, 16384)
-                           for c in ("", "/causal")) + ("1x4096/32:8/128/causal",
-                                                        "64x1x4096/32:8/128")
+    default_shapes = BENCHMARK_SHAPES
     runtime_knobs = cfg_rules.RUNTIME_KNOBS
     runtime_fields = RUNTIME_FIELDS
 
@@ -79,24 +75,15 @@ class Fa4Sm90Space(CategoricalKnobs, SearchSpace):
                  *(dict(base, block_n=widths[j]) for j in (i - 1, i + 1) if 0 <= j < len(widths)),
                  dict(base, stages=3), dict(base, rescale_threshold=0.0),
                  dict(base, overlap=not base["overlap"])]
-        out = []
-        for config in tries:
-            if config != base and config not in out and not self.violations(config, problem):
-                out.append(config)
-        return out
+        return self.legal_variants(problem, base, tries)
 
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
-        """An attention shape (ops/attention.py's syntax) this template takes: head_dim 64 or
-        128, and no causal query row without a key (the runner's checks refuse an output's
-        +inf, which such a row's log-sum-exp is)."""
+        """An attention shape (ops/attention.py's syntax) that can be tuned (ATTENTION.untunable)
+        and that this template takes (head_dim 64 or 128)."""
         problem = self.op.parse(text, dtype)
-        bad = []
+        bad = self.op.untunable(problem)
         if problem["head_dim"] not in cfg_rules.HEAD_DIMS:
             bad.append(f"head_dim={problem['head_dim']} is not one of {cfg_rules.HEAD_DIMS}")
-        if problem["causal"] and problem["seqlen_q"] > problem["seqlen_k"]:
-            bad.append(f"causal with seqlen_q={problem['seqlen_q']} > seqlen_k="
-                       f"{problem['seqlen_k']} leaves query rows without a key (lse = +inf), "
-                       "which a tuning check cannot compare; dispatch still serves such calls")
         if bad:
             raise ValueError(f"fa4_sm90 cannot tune {text}: " + "; ".join(bad))
         return problem
