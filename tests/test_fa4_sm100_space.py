@@ -8,6 +8,8 @@ import dataclasses
 import pytest
 
 from autotune.ops.attention import ATTENTION, fa4_problem
+from autotune.runner.base import Candidate
+from autotune.runner.compile import CompileMemo
 from autotune.spaces.fa4_sm100 import PROXY_SEQLEN, Fa4Sm100Space, kernel_config, proxy
 from autotune.testing import SpaceConformance
 from kernels.fa4 import sm100 as template
@@ -71,11 +73,14 @@ def test_the_threshold_is_the_kernels_launch_scalar_and_shares_a_binary():
         "Q", "K", "V", "O", "LSE", "rescale_threshold"]
 
 
-def test_one_binary_per_heads_head_dim_causal_and_dtype():
-    a, b = SPACE.parse_problem("16x1024/16/128"), SPACE.parse_problem("1x16384/16/128")
-    assert SPACE.binary_problem(a) == SPACE.binary_problem(b)
-    for other in ("1x1024/16:4/128", "1x1024/16/64", "1x1024/16/128/causal"):
-        assert SPACE.binary_problem(SPACE.parse_problem(other)) != SPACE.binary_problem(a)
+def test_the_runner_compiles_once_per_heads_head_dim_causal_and_dtype():
+    def memo_key(text):
+        p = SPACE.parse_problem(text)
+        return CompileMemo.key(Candidate(SPACE, SPACE.default_config(p), p))
+
+    assert len({memo_key(t) for t in ("16x1024/16/128", "1x16384/16/128", "3x1000x2000/16/128")}) == 1
+    assert len({memo_key(t) for t in ("1x1024/16/128", "1x1024/16:4/128", "1x1024/16/64",
+                                      "1x1024/16/128/causal")}) == 4
 
 
 def test_seed_configs_are_legal_neighbours_of_the_default():

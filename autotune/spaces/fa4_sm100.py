@@ -37,7 +37,7 @@ import dataclasses
 
 from kernels.fa4 import sm100 as template
 
-from ..ops.attention import ATTENTION, RUNTIME_FIELDS, fa4_problem
+from ..ops.attention import ATTENTION, BENCHMARK_SHAPES, RUNTIME_FIELDS, fa4_problem
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 
 RUNTIME_KNOBS = ("rescale_threshold",)  # the kernel's scalar parameter, after Q, K, V, O, LSE
@@ -62,11 +62,7 @@ class Fa4Sm100Space(CategoricalKnobs, SearchSpace):
     name = "fa4_sm100"
     arch = "sm_100a"
     op = ATTENTION
-    # fa4_sm90's benchmark shapes (head_dim 128, 16 heads, 16k tokens per batch, causal and
-    # not) and the decoder block's (Llama-3-8B, GQA 32:8), so the two arches compare.
-    default_shapes = tuple(f"{16384 // s}x{s}/16/128{c}" for s in (1024, 4096, 8192, 16384)
-                           for c in ("", "/causal")) + ("1x4096/32:8/128/causal",
-                                                        "64x1x4096/32:8/128")
+    default_shapes = BENCHMARK_SHAPES  # fa4_sm90's too: the two arches compare
     runtime_knobs = RUNTIME_KNOBS
     runtime_fields = RUNTIME_FIELDS
 
@@ -96,23 +92,14 @@ class Fa4Sm100Space(CategoricalKnobs, SearchSpace):
                  dict(base, scheduler="linear" if base["scheduler"] == "lpt" else "lpt"),
                  dict(base, s_stages=2), dict(base, q_stages=1, softmax_regs=240),
                  dict(base, blk_n=64), dict(base, exp2_emu=0)]
-        out = []
-        for config in tries:
-            if config != base and config not in out and not self.violations(config, problem):
-                out.append(config)
-        return out
+        return self.legal_variants(problem, base, tries)
 
     # -- problems -------------------------------------------------------------------------
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
         """An attention shape (ops/attention.py's syntax) this template takes (its
-        problem_violations), with no causal query row without a key: the GPU runner's check
-        refuses an output's +inf, which such a row's log-sum-exp is."""
+        problem_violations) and a study can tune (ATTENTION.untunable)."""
         problem = self.op.parse(text, dtype)
-        bad = template.problem_violations(fa4_problem(problem))
-        if problem["causal"] and problem["seqlen_q"] > problem["seqlen_k"]:
-            bad.append(f"causal with seqlen_q={problem['seqlen_q']} > seqlen_k="
-                       f"{problem['seqlen_k']} leaves query rows without a key (lse = +inf), "
-                       "which a tuning check cannot compare")
+        bad = template.problem_violations(fa4_problem(problem)) + self.op.untunable(problem)
         if bad:
             raise ValueError(f"fa4_sm100 cannot tune {text}: " + "; ".join(bad))
         return problem
