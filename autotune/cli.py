@@ -160,7 +160,8 @@ def cmd_tune(args) -> int:
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
                          final_top=args.final_top, final_rounds=args.final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
-    if runner.provenance.kind == "validated":
+    validated = runner.provenance.kind == "validated"
+    if validated:
         print("validated in simulation (NumSim, at a small proxy shape of each problem): "
               "NOTHING WAS TIMED; trials are stored PRUNED (outcome 'validated') or FAIL with "
               "their cause, in studies named <space>/<problem>/validated")
@@ -168,8 +169,7 @@ def cmd_tune(args) -> int:
         print(f"compile-only: no GPU timing was done; trials are stored PRUNED (outcome "
               f"'compiled') or FAIL with their cause")
     print("\n".join(_summary_lines(space, summaries, runner.timed,
-                                   "validated" if runner.provenance.kind == "validated"
-                                   else "compiled")))
+                                   "validated" if validated else "compiled")))
     return 0
 
 
