@@ -66,7 +66,8 @@ def _require_toolchain() -> None:
 
 def _runner_name(args, space) -> str:
     """The runner asked for (--runner, or its shortcuts); a measuring runner with no GPU of the
-    space's arch here falls back to compile-only, saying so."""
+    space's arch here falls back to validation in NumSim where the space has one and NumSim
+    runs here, else to compile-only, saying so."""
     from .runner.devices import gpus_for_arch, visible_gpus
 
     named = [n for n, on in (("simulated", args.simulate), ("compile-only", args.compile_only),
@@ -79,11 +80,26 @@ def _runner_name(args, space) -> str:
     if name == "local" and not gpus_for_arch(space.arch):
         present = ", ".join(f"{g.name} (sm_{g.capability[0]}{g.capability[1]})"
                             for g in visible_gpus()) or "none"
-        print(f"autotune: no GPU of arch {space.arch} is present (GPUs here: {present}).\n"
-              f"autotune: running COMPILE-ONLY: every trial is legality-checked, compiled and "
-              f"resource-checked; none is timed.", file=sys.stderr)
+        print(f"autotune: no GPU of arch {space.arch} is present (GPUs here: {present}).",
+              file=sys.stderr)
+        if _simulates(space):
+            print("autotune: running SIMULATED VALIDATION (runner numsim): every trial is "
+                  "legality-checked, compiled, resource-checked and validated in NumSim at a "
+                  "small proxy shape; none is timed.", file=sys.stderr)
+            return "numsim"
+        print("autotune: running COMPILE-ONLY: every trial is legality-checked, compiled and "
+              "resource-checked; none is timed.", file=sys.stderr)
         return "compile-only"
     return name
+
+
+def _simulates(space) -> bool:
+    """Whether candidates of `space` can be validated in NumSim here (runner numsim)."""
+    if not callable(getattr(space, "validate_numsim", None)):
+        return False
+    from tirx.numsim import unavailable_reason
+
+    return unavailable_reason() is None
 
 
 def _make_runner(args, space):
@@ -109,11 +125,11 @@ def _make_runner(args, space):
     return make_runner(name, space, options)
 
 
-def _summary_lines(space, summaries, timed: bool) -> list[str]:
+def _summary_lines(space, summaries, timed: bool, untimed_verb: str = "compiled") -> list[str]:
     lines = []
     for s in summaries:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(s.outcomes.items())) or "nothing new"
-        verb = "measured" if timed else "compiled"
+        verb = "measured" if timed else untimed_verb
         head = f"{s.problem.key}: {s.finished} trials ({s.measured} {verb} now: {outcomes})"
         if timed and s.best is not None:
             flops = s.study.user_attrs.get("flops")
@@ -154,10 +170,16 @@ def cmd_tune(args) -> int:
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
                          final_top=args.final_top, final_rounds=args.final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
-    if not runner.timed:
+    validated = runner.provenance.kind == "validated"
+    if validated:
+        print("validated in simulation (NumSim, at a small proxy shape of each problem): "
+              "NOTHING WAS TIMED; trials are stored PRUNED (outcome 'validated') or FAIL with "
+              "their cause, in studies named <space>/<problem>/validated")
+    elif not runner.timed:
         print(f"compile-only: no GPU timing was done; trials are stored PRUNED (outcome "
               f"'compiled') or FAIL with their cause")
-    print("\n".join(_summary_lines(space, summaries, runner.timed)))
+    print("\n".join(_summary_lines(space, summaries, runner.timed,
+                                   "validated" if validated else "compiled")))
     return 0
 
 
@@ -224,8 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--trials", type=int, default=50, help="finished trials per shape (default 50)")
     tune.add_argument("--gpus", default="all", help="'all' or device indices, e.g. 0,1")
     tune.add_argument("--runner", metavar="NAME",
-                      help="a registered runner (local, ray, simulated, compile-only, or a "
-                           "plugin's; default local: this machine's GPUs)")
+                      help="a registered runner (local, ray, simulated, compile-only, numsim, "
+                           "or a plugin's; default local: this machine's GPUs; with none of the "
+                           "space's arch, numsim where the space validates in NumSim, else "
+                           "compile-only)")
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                       help="run on a Ray cluster (no ADDRESS: start a local one)")
     tune.add_argument("--compile-only", action="store_true", help="compile and check; time nothing")

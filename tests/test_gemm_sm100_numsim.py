@@ -212,5 +212,6 @@ def test_the_plugin_validates_through_the_kernel_validator(stubbed):
     from autotune.spaces.gemm_sm100 import GemmSm100Space
 
     calls = stubbed(numpy_gemm)
-    assert GemmSm100Space().validate_numsim(DEFAULT).ok
+    space = GemmSm100Space()
+    assert space.validate_numsim(DEFAULT, space.parse_problem("4096x4096x4096")).ok
     assert [tuple(p.shape) for p in calls[0][0].params] == [(960, 192), (512, 192), (960, 512)]

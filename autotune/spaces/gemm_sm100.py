@@ -150,12 +150,14 @@ class GemmSm100Space(CategoricalKnobs, SearchSpace):
         return {"smem_bytes": cfg.smem_bytes, "threads": cfg.threads,
                 "tmem_columns": cfg.tmem_columns, "cluster_size": cfg.cluster}
 
-    def validate_numsim(self, config: Config, dtype: str = "bfloat16", seed: int = 0):
-        """Simulate a legal config in NumSim at a small shape (no GPU needed): a
-        tirx.numsim.Verdict, skipped with the reason when NumSim cannot run here."""
+    def validate_numsim(self, config: Config, problem: Problem, seed: int = 0):
+        """Simulate a legal config in NumSim (no GPU needed) at the proxy shape of `problem`'s
+        dtype: two clusters of two tiles each, an M tail, three K stages
+        (kernels/gemm/_sm100_numsim.py, shape "tiles"); a tirx.numsim.Verdict, skipped with
+        the reason when NumSim cannot run here. The numsim runner calls it."""
         from kernels.gemm._sm100_numsim import validate
 
-        return validate(kernel_config(config), config["group_m"], dtype, seed)
+        return validate(kernel_config(config), config["group_m"], problem.dtype, seed)
 
     # -- identity -------------------------------------------------------------------------
     def template_files(self) -> list[str]:

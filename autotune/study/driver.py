@@ -194,9 +194,9 @@ class _ProblemDriver:
             if self.flops:
                 best += f" ({self.flops / self.best_ms / 1e9:.3g} TFLOP/s)"
             parts.append(best)
-        if self.outcomes[COMPILED]:
-            parts.append(f"compiled {self.outcomes[COMPILED]}")
-        failed = {k: v for k, v in self.outcomes.items() if k not in (OK, COMPILED, ILLEGAL) and v}
+        parts += [f"{k} {self.outcomes[k]}" for k in (COMPILED, VALIDATED) if self.outcomes[k]]
+        failed = {k: v for k, v in self.outcomes.items()
+                  if k not in (OK, COMPILED, VALIDATED, ILLEGAL) and v}
         if failed:
             parts.append("failed: " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())))
         if self.outcomes[ILLEGAL]:

@@ -11,8 +11,8 @@ A runner author subclasses `RunnerConformance` in a pytest module and defines `m
 
 Candidates come from the CPU-only synthetic space (autotune.testing.synthetic), its faults
 injected per config; a runner replaying a table gets the space's recorded table. What each
-result must say depends on the runner's provenance: a measuring or replaying runner reports
-every fault's cause, a compile-only one only the compiler's."""
+result must say depends on the runner's provenance: a measuring, replaying or validating (in a
+simulator) runner reports every fault's cause, a compile-only one only the compiler's."""
 
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ class RunnerConformance:
     def _expected(self, runner: Runner, fault: str) -> Cause | None:
         if fault in COMPILE_CAUSES:  # from the builder, or from the table of one that replays
             return COMPILE_CAUSES[fault]
-        if runner.provenance.kind in ("measured", "replayed") and fault in RUN_CAUSES:
+        if runner.provenance.kind in ("measured", "replayed", "validated") \
+                and fault in RUN_CAUSES:
             return RUN_CAUSES[fault]
         return None
 

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import optuna
 
-from ..runner.base import Cause, Compiled, Evaluator, Job, Result, Timing
+from ..runner.base import Candidate, Cause, Compiled, Evaluator, Job, Result, Timing
 from ..runner.cuda_eval import cause_of_exception
 from ..runner.validate import check_outputs, poison
 from ..spaces.base import Config, Problem, SearchSpace
@@ -210,3 +210,15 @@ class SyntheticEvaluator(Evaluator):
         t = space.VENDOR_MS if vendor else space.model_time_ms(config)
         return Result(tag, timing=Timing(t, t, t, rounds=1, iters_per_round=1, input_sets=1),
                       rel_errors=errors)
+
+
+def simulated_validate(space: SyntheticSpace, config: Config, problem: Problem, seed: int):
+    """Stands in for a space's NumSim validation (autotune.runner.numsim): the synthetic kernel,
+    faults included, judged as a tirx.numsim.Verdict; an error it raises is raised here."""
+    from tirx.numsim import Verdict
+
+    result = SyntheticEvaluator().evaluate(Job(Candidate(space, config, problem), Compiled(None),
+                                               seed))
+    if result.rel_errors is None:
+        raise RuntimeError(result.message)
+    return Verdict(error=max(result.rel_errors), tolerance=space.tolerance(problem))
