@@ -8,49 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .arguments import device_list, parse_shapes
+from .arguments import device_list, fixed_params, parse_shapes
 from .errors import UserError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
-
-
-def _parse_value(text: str, dist):
-    """Match `text` against a distribution's values ("128" -> 128 for an int knob)."""
-    import optuna
-
-    if isinstance(dist, optuna.distributions.CategoricalDistribution):
-        for choice in dist.choices:
-            if str(choice) == text:
-                return choice
-        raise UserError(f"value {text!r} is not one of {list(dist.choices)}")
-    try:
-        value = int(text) if isinstance(dist, optuna.distributions.IntDistribution) else float(text)
-    except ValueError:
-        raise UserError(f"value {text!r} is not a number") from None
-    if not dist._contains(dist.to_internal_repr(value)):
-        raise UserError(f"value {value} is outside [{dist.low}, {dist.high}]")
-    return value
-
-
-def _fixed_params(space, problems, items: list[str]) -> dict:
-    from .study.fixed import check_fixed
-
-    fixed = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep:
-            raise UserError(f"--fix {item!r}: expected NAME=VALUE")
-        for problem in problems:
-            params = space.parameters(problem)
-            if name not in params:
-                raise UserError(f"--fix {item}: {space.name} has no parameter {name!r} "
-                                f"(parameters: {', '.join(params)})")
-            try:
-                fixed[name] = _parse_value(text, params[name])
-            except UserError as exc:
-                raise UserError(f"--fix {item}: {exc}") from None
-    check_fixed(space, problems, fixed)
-    return fixed
 
 
 def _require_toolchain() -> None:
@@ -158,7 +119,7 @@ def cmd_tune(args) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = get_space(args.space)
     problems = parse_shapes(space, args.shapes, args.dtype)
-    fixed = _fixed_params(space, problems, args.fix)
+    fixed = fixed_params(space, problems, args.fix)
     # fail early on a sampler that cannot be made
     make_sampler(args.sampler, args.seed, fixed, space=space, problem=problems[0])
     storage = open_storage(args.storage or default_storage_url(space.name))

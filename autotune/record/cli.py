@@ -51,8 +51,7 @@ def add_record_commands(sub) -> None:
 
 
 def record_main(args) -> int:
-    from ..arguments import parse_shapes
-    from ..cli import _fixed_params
+    from ..arguments import fixed_params, parse_shapes
     from ..spaces import get_space
     from .bundle import compile_bundle, pack, plan, write_header
 
@@ -60,7 +59,7 @@ def record_main(args) -> int:
         raise UserError("--sample must not be negative")
     space = get_space(args.space)
     problems = parse_shapes(space, args.shapes, args.dtype)
-    fixed = _fixed_params(space, problems, args.fix)
+    fixed = fixed_params(space, problems, args.fix)
     centres = []
     for text in args.centre:
         try:

@@ -58,7 +58,7 @@ class SimulatedValidator(Evaluator):
 
     def evaluate(self, job: Job) -> Result:
         c = job.candidate
-        if getattr(c, "vendor", False):  # the vendor op (cuBLAS/cuDNN) has no simulated kernel:
+        if c.vendor:  # the vendor op (cuBLAS/cuDNN) has no simulated kernel:
             return Result(c.tag)  # it is the trusted baseline, here neither run nor timed
         try:
             verdict = self.validate(c.space, c.config, c.problem, job.seed)
