@@ -24,7 +24,7 @@ SPACE = SeededSpace()
 PROBLEM = SPACE.parse_problem("128x48x32")
 
 
-def _tune(storage, trials, timer="graph"):
+def _tune(storage, trials, timer="graph-warm"):
     runner = replay(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
     runner.timer = timer
     return tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=trials,
