@@ -7,12 +7,13 @@ set -e
 SCRATCH=${TMPDIR:-/tmp}
 SITE=$SCRATCH/site
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-if [ ! -d $SITE/optuna ]; then
-  mkdir -p $SITE
-  if [ -f $SCRATCH/stage/tvm.part-a ] && [ -f .bundle/tvm-b/part ]; then
-    cat $SCRATCH/stage/tvm.part-a .bundle/tvm-b/part | tar -xJ -C $SITE
-  fi
-  tar -xJf .bundle/device-site.tar.xz -C $SITE
+mkdir -p $SITE
+[ -d $SITE/optuna ] || tar -xJf .bundle/device-site.tar.xz -C $SITE
+if [ -f .bundle/tvm-b/part ] && [ ! -d $SITE/tvm ]; then
+  # The first part was copied here by an earlier call; it is gone if the machine went back idle.
+  [ -f $SCRATCH/stage/tvm.part-a ] || { echo "gpu_env.sh: $SCRATCH/stage/tvm.part-a is missing:" \
+    "the machine was given back since the call that staged it; stage .bundle/tvm-a again" >&2; exit 3; }
+  cat $SCRATCH/stage/tvm.part-a .bundle/tvm-b/part | tar -xJ -C $SITE
 fi
 # Install this project (offline) so that its `autotune.spaces` entry points are registered.
 python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .
