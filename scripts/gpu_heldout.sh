@@ -30,6 +30,7 @@ dispatch)
   ;;
 study)
   source scripts/gpu_env.sh
+  rm -f $SCRATCH/heldout.db  # fresh studies: a warm machine keeps the last call's database
   DB=sqlite:///$SCRATCH/heldout.db
   timeout ${STUDY_S:-330} autotune tune gemm_sm90 --shapes $HELD --trials ${TRIALS:-16} --gpus 0 \
     --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 80 > $R/study.log
