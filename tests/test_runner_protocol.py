@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.runner.protocol import passes_per_graph, per_launch, time_in_graph
+from autotune.runner.protocol import passes_per_graph, per_launch, time_in_graph, warm_replays
 
 KERNEL_MS, GRAPH_MS = 0.011, 0.004
 
@@ -16,11 +16,13 @@ class FakeGpu:
 
     def __init__(self):
         self.bodies: list[list[int]] = []
+        self.warm: list[int] = []  # untimed replays before each graph's timed ones
 
     def launch(self, i: int) -> None:
         self.bodies[-1].append(i)
 
-    def graph_ms(self, body, replays: int) -> list:
+    def graph_ms(self, body, replays: int, warm: int = 2) -> list:
+        self.warm.append(warm)
         self.bodies.append([])
         body()
         cost = GRAPH_MS + KERNEL_MS * len(self.bodies[-1])
@@ -35,6 +37,14 @@ def test_kernel_time_is_a_replay_over_the_launches_it_holds():
     # the graph's own launch, spread over 84 kernels, is within 0.5% of the kernel's time
     assert t.median_ms == pytest.approx(KERNEL_MS, rel=0.005)
     assert t.min_ms <= t.median_ms <= t.max_ms
+    # before the timed replays, ~200 ms of untimed ones, by the one-pass estimate:
+    # ceil(200 / (21 passes x (4 x 11 us + 4 us))) = 199
+    assert gpu.warm[-1] == 199
+
+
+@pytest.mark.parametrize("replay_ms, warm", [(1.0, 200), (150.0, 2), (0.0, 2), (3.0, 67)])
+def test_the_gpu_is_kept_busy_for_the_warm_up_before_timing(replay_ms, warm):
+    assert warm_replays(replay_ms, 200.0) == warm
 
 
 def test_every_input_set_is_launched_in_turn_and_equally_often():

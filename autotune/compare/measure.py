@@ -4,15 +4,15 @@ reference first, then timed with the tuner's protocol (runner/protocol.py: the v
 and input policy a study's trials and final round use), in interleaved rounds - and what
 dispatch delivers (that kernel, or the vendor op where dispatch routes the shape there).
 
-Why interleaved: timed one after the other, the first variant measured after an idle spell (a
-kernel build, a large input draw) ran at a GPU clock still ramping up from idle, and lost up to
-8x on a 20 us kernel (H100, session 4). Now the GPU is kept busy for WARM_MS first, and each
-round times every variant once, in a rotated order; a variant's time is its median round."""
+Why interleaved: each round times every variant once, in a rotated order, so that clock and
+temperature drift hit all alike; a variant's time is its median round. The protocol itself
+keeps the GPU busy before each timing (protocol.WARM_MS): timed after an idle spell (a kernel
+build, a large input draw), a variant ran at another clock (H100, session 4: up to 8x slower
+on a 20 us kernel, still ramping up from idle; 2026-11-23: 3-12% faster, at boost)."""
 
 from __future__ import annotations
 
 import statistics
-import time
 
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import is_legal
@@ -23,28 +23,12 @@ from ..runner.validate import check_outputs, poison
 from ..spaces.base import Problem
 from .report import Measurement
 
-WARM_MS = 200.0  # of launches before timing: an H100 takes ~100 ms to leave its idle clock
-
-
 def _validate(run, space, problem, inputs) -> str:
     outputs = [inputs[i] for i in space.output_indices(problem)]
     poison(outputs)
     run()
     _, wrong = check_outputs(outputs, space.reference(problem, inputs), space.tolerance(problem))
     return f"wrong result: {wrong}" if wrong else ""
-
-
-def _keep_busy(call, ms: float) -> None:
-    import torch
-
-    deadline = time.perf_counter() + ms / 1e3
-    i = 0
-    while time.perf_counter() < deadline:
-        call()
-        i += 1
-        if i % 64 == 0:
-            torch.cuda.synchronize()  # keep the queue short: the deadline is wall time
-    torch.cuda.synchronize()
 
 
 def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10,
@@ -89,7 +73,6 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
             notes.append(f"dispatch: vendor op ({vendor_why})")
         if choice.reason == EXACT:
             recorded = op.selector.entries[problem.key].time_ms
-    _keep_busy(binders["vendor"](sets[0]), WARM_MS)
     per_round = interleaved(
         {v: lambda b=b: time_on_sets(b, sets).median_ms for v, b in binders.items()}, rounds)
     times = {v: statistics.median(ts) for v, ts in per_round.items()}

@@ -78,13 +78,20 @@ class Selector:
         """Why `config` may serve `problem` though tuned elsewhere, or None if the records do
         not show that it generalises (see the module's docstring)."""
         cid = config_id(config)
-        pairs = [(e.default_ms, e.measured[cid]) for e in self.peers(problem)
-                 if e.default_ms and e.measured and cid in e.measured]
-        wins, lost, gain = _tally(pairs)
-        if wins < MIN_WINS or lost:
+        won = self._won_on_peers(problem, lambda e: (e.default_ms, (e.measured or {}).get(cid)))
+        if won is None:
             return None
-        return (f"beat the default on {wins} of {len(pairs)} tuned shapes of its class "
+        wins, shapes, gain = won
+        return (f"beat the default on {wins} of {shapes} tuned shapes of its class "
                 f"({gain:.3f}x geomean)")
+
+    def _won_on_peers(self, problem: Problem, times: Callable[[Entry], tuple]) -> tuple | None:
+        """(wins, shapes, geomean speed-up) of a challenger over an incumbent on the tuned shapes
+        of the problem's class that timed both (`times(entry)`: (incumbent_ms, challenger_ms)),
+        or None unless it won on MIN_WINS of them and lost on none."""
+        pairs = [t for t in map(times, self.peers(problem)) if all(t)]
+        wins, lost, gain = _tally(pairs)
+        return None if wins < MIN_WINS or lost else (wins, len(pairs), gain)
 
     def choices(self, problem: Problem) -> list[Choice]:
         out = []
@@ -120,10 +127,9 @@ class Selector:
                 return f"the vendor op timed {exact.time_ms / exact.vendor_ms:.3f}x faster here"
             return None
         cid = config_id(config)
-        pairs = [(e.measured[cid], e.vendor_ms) for e in self.peers(problem)
-                 if e.vendor_ms and e.measured and cid in e.measured]
-        wins, lost, gain = _tally(pairs)
-        if wins < MIN_WINS or lost:
+        won = self._won_on_peers(problem, lambda e: ((e.measured or {}).get(cid), e.vendor_ms))
+        if won is None:
             return None
-        return (f"the vendor op beat this config on {wins} of {len(pairs)} tuned shapes of its "
-                f"class ({gain:.3f}x geomean)")
+        wins, shapes, gain = won
+        return (f"the vendor op beat this config on {wins} of {shapes} tuned shapes of its class "
+                f"({gain:.3f}x geomean)")

@@ -12,7 +12,7 @@ from typing import Any, Hashable, Iterable
 from ..spaces.base import Config, Problem, SearchSpace
 
 # The name of the one timing protocol (protocol.py), recorded with every study, trial and store.
-PROTOCOL = "graph"
+PROTOCOL = "graph-warm"  # "graph" studies (before the warm-up) do not resume under it
 
 
 class Cause(str, enum.Enum):

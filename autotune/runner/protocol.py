@@ -28,7 +28,14 @@ from typing import Callable
 
 from .base import PROTOCOL, Timing  # noqa: F401  (PROTOCOL: this protocol's name)
 
-GraphTimer = Callable[[Callable[[], None], int], list]
+GraphTimer = Callable[..., list]  # graph_replays(body, replays, warm) -> ms per replay
+# Untimed replays before the timed ones. Why: on an H100 a study's final round, each candidate
+# timed alone after seconds of idle (compiles, input draws), read large GEMMs 8-12% and decode
+# ones 3-6% faster than `autotune compare`, whose interleaved rounds keep the GPU busy - the
+# vendor op alike (studies/2026-11-23-h100-gemm-heldout/): a short burst after idle runs at the
+# boost clock, a model's forward pass at the clock a busy GPU holds. 200 ms is what compare
+# already warmed up with (an H100 takes ~100 ms to change clocks).
+WARM_MS = 200.0
 
 
 def input_sets_needed(bytes_per_set: int, l2_bytes: int, factor: float = 2.0, cap: int = 64) -> int:
@@ -51,13 +58,13 @@ def input_sets(inputs: list, factor: float = 2.0, cap: int = 64) -> list[list]:
 
 
 def time_on_sets(bind: Callable[[list], Callable[[], None]], sets: list[list], *,
-                 replays: int = 10, min_graph_ms: float = 1.0,
+                 replays: int = 10, min_graph_ms: float = 1.0, warm_ms: float = WARM_MS,
                  graph_ms: GraphTimer | None = None) -> Timing:
     """The protocol's time of one launch: `bind(inputs)` gives the zero-argument call that runs
     the kernel (or the vendor op) on one input set, on the current stream."""
     calls = [bind(s) for s in sets]
     return time_in_graph(lambda i: calls[i](), len(calls), replays=replays,
-                         min_graph_ms=min_graph_ms, graph_ms=graph_ms)
+                         min_graph_ms=min_graph_ms, warm_ms=warm_ms, graph_ms=graph_ms)
 
 
 def passes_per_graph(pass_ms: float, min_graph_ms: float, cap: int = 64) -> int:
@@ -75,12 +82,21 @@ def per_launch(replays_ms: list, launches: int, input_sets: int) -> Timing:
                   rounds=len(each), iters_per_round=launches, input_sets=input_sets)
 
 
+def warm_replays(replay_ms: float, warm_ms: float) -> int:
+    """How many untimed replays keep the GPU busy for `warm_ms` before the timed ones."""
+    if replay_ms <= 0:
+        return 2
+    return max(2, math.ceil(warm_ms / replay_ms))
+
+
 def time_in_graph(launch: Callable[[int], None], n_sets: int, *, replays: int = 10,
-                  min_graph_ms: float = 1.0, graph_ms: GraphTimer | None = None) -> Timing:
+                  min_graph_ms: float = 1.0, warm_ms: float = WARM_MS,
+                  graph_ms: GraphTimer | None = None) -> Timing:
     """Time `launch(i)` (one kernel on input set i, on the current stream) as a forward pass
     runs it: captured in a CUDA graph, back to back over the n_sets input sets in turn (so no
     Python launch cost sits between kernels), as many passes as make a replay last
-    `min_graph_ms`; the median over `replays` replays."""
+    `min_graph_ms`; after `warm_ms` of untimed replays (the clock a busy GPU runs at), the
+    median over `replays` replays."""
     graph_ms = graph_ms or graph_replays
 
     def passes(n: int):
@@ -92,13 +108,14 @@ def time_in_graph(launch: Callable[[int], None], n_sets: int, *, replays: int = 
 
     estimate = statistics.median(graph_ms(passes(1), 3))
     n = passes_per_graph(estimate, min_graph_ms)
-    return per_launch(graph_ms(passes(n), replays), n * n_sets, n_sets)
+    warm = warm_replays(n * estimate, warm_ms)
+    return per_launch(graph_ms(passes(n), replays, warm), n * n_sets, n_sets)
 
 
-def graph_replays(body: Callable[[], None], replays: int) -> list:
+def graph_replays(body: Callable[[], None], replays: int, warm: int = 2) -> list:
     """Capture `body` (kernel launches on the current stream) in a CUDA graph and return the
     time of each of `replays` replays in ms, after one run outside the capture (libraries pick
-    their kernels and workspaces there) and two replays of warm-up."""
+    their kernels and workspaces there) and `warm` replays of warm-up."""
     import torch
 
     side = torch.cuda.Stream()
@@ -109,8 +126,8 @@ def graph_replays(body: Callable[[], None], replays: int) -> list:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         body()
-    graph.replay()
-    graph.replay()
+    for _ in range(warm):
+        graph.replay()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(replays)]
     for start, end in events:
