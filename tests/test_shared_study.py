@@ -133,3 +133,13 @@ def test_drivers_create_a_new_sqlite_file_at_once(tmp_path):
                               text=True) for _ in range(4)]
     errors = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errors
+
+
+def test_an_in_memory_sqlite_storage_writes_no_file(tmp_path, monkeypatch):
+    # The creation lock belongs beside a database file; ":memory:" has none (a lock file named
+    # ":memory:.lock" once landed in the working directory).
+    monkeypatch.chdir(tmp_path)
+    from autotune.study import open_storage
+
+    open_storage("sqlite:///:memory:")
+    assert list(tmp_path.iterdir()) == []

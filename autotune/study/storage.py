@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import pathlib
 import time
 import warnings
@@ -40,8 +41,8 @@ def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_
                  create: bool = True) -> optuna.storages.RDBStorage:
     """Open the storage at `url` (creating it unless `create` is False); StorageError with the
     reason if it cannot be."""
-    engine_kwargs, lock = {}, contextlib.nullcontext()
-    if url.startswith("sqlite:///"):
+    engine_kwargs, lock = {}, contextlib.nullcontext
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         path = pathlib.Path(url[len("sqlite:///"):])
         if not create and not path.exists():
             raise StorageError(f"no storage at {path} (a mistyped path?)")
@@ -51,10 +52,10 @@ def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_
             raise StorageError(f"cannot create the directory for {url}: {exc.strerror}") from None
         # Several processes (drivers, `autotune results`) may touch the file at once.
         engine_kwargs["connect_args"] = {"timeout": 30}
-        lock = _creation_lock(path)
+        lock = functools.partial(_creation_lock, path)  # a fresh one for each attempt
     for attempt in range(CREATE_ATTEMPTS):
         try:
-            with lock, warnings.catch_warnings():
+            with lock(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 storage = optuna.storages.RDBStorage(
                     url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
