@@ -65,6 +65,19 @@ def bad_rows(rows: list[dict]) -> list[dict]:
     return [r for r in rows if not r["ok"] or r["spill_bytes"] or r["stack_bytes"]]
 
 
+def coverage_gaps(rows: list[dict], wanted: list[dict]) -> str | None:
+    """What keeps a record from covering exactly `wanted` (one row per config), or None."""
+    recorded = [_key(r["config"]) for r in rows]
+    want = {_key(c) for c in wanted}
+    missing, extra = want - set(recorded), set(recorded) - want
+    if missing or extra:
+        return (f"{len(missing)} of {len(want)} configs are not in the record and {len(extra)} "
+                f"recorded ones are no longer legal")
+    if len(recorded) != len(set(recorded)):
+        return f"{len(recorded) - len(set(recorded))} configs are recorded more than once"
+    return None
+
+
 def compile_row(builder, arch: str, config: dict) -> dict:
     """One row: compile `builder(config)` for `arch` and read its resources, or say why not."""
     from . import build
