@@ -67,6 +67,10 @@ def make_kernel(cfg, M: int, N: int, K: int, dtype: str, launch: dict, fixed_gro
         group_m: T.int32,
     ):
         T.device_entry()
+        # One block per SM: ptxas then knows every thread's register count at entry, the count
+        # setmaxnreg trades from. Without it ptxas ignores setmaxnreg (C7508) and capped some
+        # configs at 64 registers, which spilled 24-124 B (the 2026-11-23 compile sweep).
+        T.attr({"tirx.launch_bounds_min_blocks_per_sm": 1})
         bx = T.cta_id([NUM_CTAS])
         if CLUSTER == 2:
             cbx, cby = T.cta_id_in_cluster([2, 1])
