@@ -119,21 +119,27 @@ def default_label(p: AttentionProblem) -> str:
     return f"{tag(p)}_default_{'persistent' if d.persistent else 'grid'}_{d.order}"
 
 
-def build(dest: Path, shapes=SHAPES) -> None:
-    """Compile every candidate binary of `shapes`' classes not yet in `dest` (a binary depends
-    only on its class and config, and `dest` holds one template's binaries: start it afresh
-    when the template changes)."""
+def _build_one(dest: Path, name: str, p: AttentionProblem, c: AttentionSm90Config) -> str:
     import tirx
     from kernels.fa4.sm90 import build_attention
 
-    for p in classes(shapes):
-        for name, c in binaries(p).items():
-            if (dest / name / "artifact.json").exists():
-                continue
-            art = tirx.build(build_attention(p, c), "sm_90a")
-            art.save(dest / name, source=False)
-            print(f"{name}: {art.resources.registers} regs, {art.resources.spill_bytes} B spilled",
-                  flush=True)
+    art = tirx.build(build_attention(p, c), "sm_90a")
+    art.save(dest / name, source=False)
+    return f"{name}: {art.resources.registers} regs, {art.resources.spill_bytes} B spilled"
+
+
+def build(dest: Path, shapes=SHAPES, jobs: int = 1) -> None:
+    """Compile every candidate binary of `shapes`' classes not yet in `dest`, in `jobs`
+    processes (a binary depends only on its class and config, and `dest` holds one template's
+    binaries: start it afresh when the template changes)."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    todo = [(dest, name, p, c) for p in classes(shapes) for name, c in binaries(p).items()
+            if not (dest / name / "artifact.json").exists()]
+    with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for line in pool.map(_build_one, *zip(*todo)) if todo else ():
+            print(line, flush=True)
 
 
 def watchdog(what: str, out: Path):
@@ -362,7 +368,9 @@ def store(path: Path, root: Path):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("build").add_argument("dest", type=Path)
+    bu = sub.add_parser("build")
+    bu.add_argument("dest", type=Path)
+    bu.add_argument("--jobs", type=int, default=1, help="compile processes")
     r = sub.add_parser("run")
     r.add_argument("src", type=Path)
     r.add_argument("out", type=Path)
@@ -377,7 +385,7 @@ def main(argv=None) -> None:
     la.add_argument("shape")
     args = ap.parse_args(argv)
     if args.cmd == "build":
-        build(args.dest)
+        build(args.dest, jobs=args.jobs)
     elif args.cmd == "run":
         run(args.src, args.out)
     elif args.cmd == "launch":
