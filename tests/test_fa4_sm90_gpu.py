@@ -13,7 +13,6 @@ import threading
 import pytest
 
 import fa4_sm90_kernels as K
-from kernels.fa4._sm90_config import ORDERS
 from kernels.fa4.reference_torch import attention_reference, check_rows, errors, failures
 
 torch = pytest.importorskip("torch")
@@ -94,10 +93,10 @@ def test_default_configs_match_the_reference(name, shape):
 
 
 @pytest.mark.parametrize("name", list(K.MATRIX))
-@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("order", ["head", "lpt"])
 def test_persistent_ctas_walk_several_tiles(name, order):
     """One CTA per SM, each walking several query tiles (384+ tiles at 3x1000 with 16+ heads),
-    in every order: the K/V ring, the Q buffer and the ping-pong turns carry across tiles."""
+    in both orders: the K/V ring, the Q buffer and the ping-pong turns carry across tiles."""
     assert run(name, 3, 1000, 1300, persistent=True, order=order, seed=7) == []
 
 
@@ -108,8 +107,7 @@ def test_sampled_configs_match_the_reference(name):
         assert run(name, *shape) == [], shape
     # the launch-time knobs share this binary: the other values must be right too, and a
     # persistent CTA walks several tiles here (256+ tiles)
-    flipped = {"persistent": not cfg.persistent,
-               "order": ORDERS[(ORDERS.index(cfg.order) + 1) % len(ORDERS)]}
+    flipped = {"persistent": not cfg.persistent, "order": "lpt" if cfg.order == "head" else "head"}
     assert run(name, 2, 513, 777, **flipped) == []
     assert run(name, 4, 1000, 1100, persistent=True, order=cfg.order) == []
 

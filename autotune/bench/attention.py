@@ -88,16 +88,21 @@ def binary_name(c: AttentionSm90Config, default: AttentionSm90Config) -> str:
 
 
 def binaries(p: AttentionProblem) -> dict[str, AttentionSm90Config]:
-    """The default and its legal neighbours, one per binary (launch knobs at the default's)."""
+    """The default and its legal neighbours, one per binary (launch knobs at the default's):
+    for the issue's class its block_n, ping-pong and rescale neighbours and four two-CTA
+    binaries; for the block's classes the two two-CTA binaries that won at short rows."""
     base = default_config(p)
+    issue = (p.heads_q, p.heads_kv) == (HEADS, HEADS)
     variants = [base]
-    variants += [dataclasses.replace(base, block_n=bn) for bn in (112, 128, 144, 160, 176)]
-    variants += [dataclasses.replace(base, pingpong=False),
-                 dataclasses.replace(base, rescale_threshold=0.0)]
+    if issue:
+        variants += [dataclasses.replace(base, block_n=bn) for bn in (112, 128, 144, 160, 176)]
+        variants += [dataclasses.replace(base, pingpong=False),
+                     dataclasses.replace(base, rescale_threshold=0.0)]
     # two CTAs per SM, one consumer each: narrow K/V tiles fit half the shared memory
     two = dataclasses.replace(base, consumers=1, ctas_per_sm=2, pingpong=False, consumer_regs=232)
     variants += [dataclasses.replace(two, block_n=bn, stages=s)
-                 for bn, s in ((64, 2), (80, 2), (96, 2), (64, 3))]
+                 for bn, s in ((64, 2), (80, 2), (96, 2), (64, 3))
+                 if issue or bn == 64]
     out, seen = {}, set()
     for c in variants:
         if not violations(c, p) and compile_key(c) not in seen:

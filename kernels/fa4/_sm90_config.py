@@ -23,10 +23,7 @@ WG_THREADS = 128
 WG_ROWS = 64  # query rows per consumer warpgroup: the M of one wgmma
 HEAD_DIMS = (64, 128)
 BARRIER_BYTES = 1024  # the mbarriers, below the 1024-byte aligned tiles
-ORDERS = ("head", "lpt", "group")  # launch-time tile orders (see AttentionSm90Config.order)
-# K/V bytes a "group" order's heads may share: half of an H100's 50 MB L2, leaving room for the
-# Q and O streams
-L2_GROUP_BYTES = 24 << 20
+ORDERS = ("head", "lpt")  # launch-time tile orders (see AttentionSm90Config.order)
 # Registers a consumer thread needs besides its S, P and O fragments (descriptors, softmax
 # statistics, indices, addresses): calibrated on the compile sweep (studies/
 # 2026-11-23-fa4-sm90-compile-sweep/), where every config within this margin compiled spill-free.
@@ -56,8 +53,7 @@ class AttentionSm90Config:
     # launch-time knobs (kernel parameters: configs that differ only in them share a binary)
     persistent: bool = False  # one CTA per SM walking the tiles, instead of one CTA per tile
     # "head": a head's query tiles back to back (its K/V stay in L2); "lpt": the longest
-    # (causal: last) query tiles of every head first, which balances causal work across SMs;
-    # "group": lpt within groups of heads whose K/V fit in L2 together (balance with locality)
+    # (causal: last) query tiles of every head first, which balances causal work across SMs
     order: str = "head"
 
     @property
@@ -198,7 +194,7 @@ def legal_configs(problem: AttentionProblem):
             yield cfg
 
 
-ORDER_CODES = {"head": 0, "lpt": 1, "group": 2}
+ORDER_CODES = {"head": 0, "lpt": 1}
 NO_CTA_LIMIT = 2**31 - 1  # max_ctas of a non-persistent launch: one CTA per tile
 
 

@@ -26,8 +26,7 @@ consumer's own rows of the Q tile, dead after its last Q K^T) and a TMA store.
 
 Kernel parameters after the tensors: `max_ctas` (the grid is min(tiles, max_ctas); each CTA
 walks tiles t, t + grid, ...: a persistent kernel with max_ctas = #SMs x ctas_per_sm, one tile
-per CTA with a larger value) and `order` (0: a head's query tiles back to back, 1: longest-first
-across heads, 2: longest-first across a group of heads whose K/V fit in L2).
+per CTA with a larger value) and `order` (0: a head's query tiles back to back, 1: longest-first across heads).
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from kernels.gemm._sm90_wgmma import (
     wgmma_ss,
 )
 
-from ._sm90_config import L2_GROUP_BYTES, WG_ROWS, AttentionSm90Config, violations
+from ._sm90_config import WG_ROWS, AttentionSm90Config, violations
 from ._sm90_mma import K16_ROWS_UNITS, keep_alive, mn_major_lbo, pack_pair, wgmma_rs
 from .problem import AttentionProblem
 
@@ -91,20 +90,12 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
     KV_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BN, D))
 
     # ------------------------------------------------------------------ tile geometry
-    def tile_coords(t, n_mblocks, batch, SK, order):
+    def tile_coords(t, n_mblocks, batch, order):
         """Linear tile t -> (query block, batch, query head). Query blocks run last-first:
-        under a causal mask the last ones are the longest. Order 2 cuts the heads into groups
-        whose K/V fit L2_GROUP_BYTES and runs each group's tiles longest-first across its
-        heads (the last group may be smaller)."""
+        under a causal mask the last ones are the longest."""
         heads = HQ * batch
-        gh = T.max(1, T.min(heads, L2_GROUP_BYTES // T.max(1, SK * (D * 4 // GROUP))))
-        g0 = t // (gh * n_mblocks) * gh  # the group's first head
-        size = T.min(gh, heads - g0)
-        w = t - g0 * n_mblocks  # the tile's rank in its group
-        per_head = T.Select(order == 0, t % n_mblocks,
-                            T.Select(order == 1, t // heads, w // size))
-        head = T.Select(order == 0, t // n_mblocks,
-                        T.Select(order == 1, t % heads, g0 + w % size))
+        per_head = T.Select(order == 0, t % n_mblocks, t // heads)
+        head = T.Select(order == 0, t // n_mblocks, t % heads)
         return n_mblocks - 1 - per_head, head // HQ, head % HQ
 
     def kv_range(m_block, SQ, SK):
@@ -374,7 +365,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
             cx.q_empty.arrive(0)
 
     def consumer_tile(cx, t):
-        m_block, b, hq = tile_coords(t, cx.n_mblocks, cx.B, cx.SK, cx.order)
+        m_block, b, hq = tile_coords(t, cx.n_mblocks, cx.B, cx.order)
         n_max, first_masked = kv_range(m_block, cx.SQ, cx.SK)
         cx.row0 = m_block * BM + cx.consumer * WG_ROWS
         cx.q_full.wait(0, cx.qp.phase)
@@ -440,9 +431,9 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
                     qp = PipelineState(1, 1)
                     t: T.int32 = bx
                     while t < n_tiles:
-                        m_block = T.meta_var(tile_coords(t, n_mblocks, B, SK, order)[0])
-                        b = T.meta_var(tile_coords(t, n_mblocks, B, SK, order)[1])
-                        hq = T.meta_var(tile_coords(t, n_mblocks, B, SK, order)[2])
+                        m_block = T.meta_var(tile_coords(t, n_mblocks, B, order)[0])
+                        b = T.meta_var(tile_coords(t, n_mblocks, B, order)[1])
+                        hq = T.meta_var(tile_coords(t, n_mblocks, B, order)[2])
                         hkv = T.meta_var(hq // GROUP)
                         n_max = T.meta_var(kv_range(m_block, SQ, SK)[0])
                         q_empty.wait(0, qp.phase)
