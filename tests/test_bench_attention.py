@@ -15,7 +15,9 @@ def test_candidates_are_legal_distinct_binaries_with_every_launch_knob():
     assert len(A.classes()) == 4  # 16 heads causal or not, the block's prefill and decode
     for p in A.classes():
         binaries = A.binaries(p)
-        assert len({compile_key(c) for c in binaries.values()}) == len(binaries) > 5
+        issue = (p.heads_q, p.heads_kv) == (A.HEADS, A.HEADS)
+        assert len({compile_key(c) for c in binaries.values()}) == len(binaries) >= (
+            10 if issue else 3)
         assert default_config(p) in binaries.values()
         assert any(c.ctas_per_sm == 2 for c in binaries.values())
         cands = A.candidates(p)
