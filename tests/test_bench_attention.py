@@ -3,10 +3,12 @@ launch-time knob value covered; its table names the default, the best candidate 
 baselines of each shape; its store holds each shape's fastest candidate for dispatch."""
 
 import json
+from pathlib import Path
 
 from autotune.bench import attention as A
+from autotune.ops.attention import ATTENTION
 from autotune.spaces.fa4_sm90 import Fa4Sm90Space
-from autotune.store.compat import template_hash
+from autotune.store.compat import store_path, template_hash
 from autotune.store.format import ConfigStore, config_id
 from kernels.fa4._sm90_config import compile_key, default_config, violations
 
@@ -62,3 +64,17 @@ def test_store_holds_the_fastest_candidate_with_its_evidence(tmp_path):
     assert (entry.time_ms, entry.default_ms, entry.vendor_ms) == (600 / 700, 1.0, 600 / 650)
     assert entry.measured[config_id(best.as_dict())] == entry.time_ms
     assert len(entry.measured) == 2  # the failed candidate and the baselines are not evidence
+
+
+def test_committed_h100_store_is_of_this_template_and_legal():
+    """The store dispatch reads on an H100 (written by `store` from the committed bench run)
+    matches the template (a template change makes it stale: re-run the bench) and holds a
+    legal config for each shape of the benchmark and of the decoder block."""
+    root = Path(__file__).resolve().parents[1] / "studies" / "configs"
+    store = ConfigStore.read(store_path(root, "fa4_sm90", "NVIDIA H100 80GB HBM3"))
+    space = Fa4Sm90Space()
+    assert store.header.template == template_hash(space)
+    assert {ATTENTION.parse(s).key for s in A.SHAPES} == set(store.entries)
+    for entry in store.entries.values():
+        assert space.violations(entry.config, entry.parsed_problem) == []
+        assert config_id(entry.config) in entry.measured
