@@ -7,7 +7,7 @@
 # retune: a study (TRIALS, 6) of each suite shape and of the four Llama-3-8B (N, K) at M=1 and
 #   M=64, exported under graph-warm into store.json on top of the previous held-out studies'
 #   store; compare on the suite with it (the study's time beside compare's); the decode probe.
-# unseen: the shapes of studies/unseen_gemm_2026-11-23-s3.md: compare with retune's store.json
+# unseen: the shapes of studies/unseen_gemm_2026-11-23-s3.md: compare with the committed store
 #   (dispatch, default, cuBLAS), a study (TRIALS, 12) of each, its
 #   store, compare with that store (the study's time beside compare's), every trial as CSV.
 # Results: $OUT/<step>.tgz.
@@ -47,7 +47,7 @@ retune)
   ;;
 unseen)
   source scripts/gpu_env.sh
-  STORE=$SCRATCH/results-retune-store.json
+  STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store (retune)
   sha256sum $STORE | tee $R/store.sha256
   LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s3.md | grep -E '^ +[0-9]' | tr '\n' ' ')
   IDX=$SCRATCH/unseen-idx
@@ -65,5 +65,4 @@ unseen)
   ;;
 *) echo "usage: gpu_suite_s3.sh stage|retune|unseen" >&2; exit 2 ;;
 esac
-[ $1 = retune ] && cp $R/store.json $SCRATCH/results-retune-store.json
 tar czf $OUT/$1.tgz -C $R .
