@@ -8,8 +8,9 @@ For each shape S with records: a Selector over every other shape's records choos
 so), exactly as a dispatcher would for an untuned S. The route is scored with S's own recorded
 time for it: the vendor's (S's vendor_ms), the default's, or a borrowed config's where S's study
 timed that config; where it did not, the outcome is unknown (never counted as a win).
-Each rule is scored: `same-default` (peers share the default, the rule before classes.py) and
-`classes` (peers also of the same shape class). CPU only: no GPU, no compile.
+Each rule of RULES is scored: `same-default` (peers share the default, the rule before
+classes.py), `classes` (dispatch's: peers also of the same shape class) and the latter with
+losses tolerated (what the no-loss check buys). CPU only: no GPU, no compile.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from .dispatcher import is_legal
 from .rules import DEFAULT, Selector
 from .classes import gemm_class
 
-RULES = {"same-default": None, "classes": gemm_class}
+# rule -> Selector arguments: the rule before classes.py, dispatch's rule, and dispatch's rule
+# with losses on peers tolerated when wins outnumber them (what the no-loss check buys)
+RULES = {"same-default": {"shape_class": None},
+         "classes": {"shape_class": gemm_class},
+         "classes, losses tolerated": {"shape_class": gemm_class, "tolerate_losses": True}}
 COLUMNS = ["shape", "rule", "route", "from", "evidence", "chosen_ms", "default_ms", "vendor_ms",
            "best_ms", "vs_default", "vs_vendor"]
 
@@ -114,8 +119,8 @@ def score(entries: dict[str, Entry], space: SearchSpace) -> list[dict]:
         others = {k: v for k, v in entries.items() if k != key}
         default_ms = everything.default_ms(e)
         best_ms = min([*(e.measured or {}).values(), e.time_ms, e.vendor_ms or math.inf])
-        for rule, shape_class in RULES.items():
-            sel = Selector(others, space.op.bucket, space.default_config, shape_class)
+        for rule, options in RULES.items():
+            sel = Selector(others, space.op.bucket, space.default_config, **options)
             choice, vendor = route(sel, space, problem)
             if vendor:
                 name, chosen, why = "vendor", e.vendor_ms, vendor

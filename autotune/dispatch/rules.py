@@ -50,11 +50,11 @@ class Choice(NamedTuple):
     evidence: str = ""  # for a config tuned elsewhere: the records that let it serve
 
 
-def _tally(pairs: list[tuple[float, float]]) -> tuple[int, bool, float]:
-    """(wins, lost, geomean speed-up) of `challenger` over `incumbent` times, pairs of
+def _tally(pairs: list[tuple[float, float]]) -> tuple[int, int, float]:
+    """(wins, losses, geomean speed-up) of `challenger` over `incumbent` times, pairs of
     (incumbent_ms, challenger_ms): a win is faster by more than NOISE, a loss any slower."""
     wins = sum(c < i * (1 - NOISE) for i, c in pairs)
-    lost = any(c > i for i, c in pairs)
+    lost = sum(c > i for i, c in pairs)
     gain = math.exp(sum(math.log(i / c) for i, c in pairs) / len(pairs)) if pairs else 1.0
     return wins, lost, gain
 
@@ -65,9 +65,13 @@ class Selector:
 
     def __init__(self, entries: Mapping[str, Entry], rule: BucketRule,
                  default_config: Callable[[Problem], Config],
-                 shape_class: Callable[[Problem], Hashable | None] | None = gemm_class):
-        """shape_class: a problem's class beyond its default (None: same default only)."""
+                 shape_class: Callable[[Problem], Hashable | None] | None = gemm_class,
+                 tolerate_losses: bool = False):
+        """shape_class: a problem's class beyond its default (None: same default only).
+        tolerate_losses: evidence may include losses if the wins outnumber them - only to
+        measure what the no-loss rule buys (loso.py); dispatch never sets it."""
         self.rule, self.default_config = rule, default_config
+        self.tolerate_losses = tolerate_losses
         self.shape_class = shape_class or (lambda problem: None)
         self.entries = dict(entries)
         self.problems = {key: e.parsed_problem for key, e in self.entries.items()}
@@ -107,7 +111,8 @@ class Selector:
         or None unless it won on MIN_WINS of them and lost on none."""
         pairs = [t for t in map(times, self.peers(problem)) if all(t)]
         wins, lost, gain = _tally(pairs)
-        return None if wins < MIN_WINS or lost else (wins, len(pairs), gain)
+        refused = lost >= wins if self.tolerate_losses else lost
+        return None if wins < MIN_WINS or refused else (wins, len(pairs), gain)
 
     def choices(self, problem: Problem) -> list[Choice]:
         out = []
