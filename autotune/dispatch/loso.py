@@ -16,6 +16,7 @@ losses tolerated (what the no-loss check buys). CPU only: no GPU, no compile.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import math
 import platform
@@ -56,18 +57,19 @@ def trial_config(row: dict) -> dict:
     return out
 
 
-def trial_times(path: Path) -> dict[str, dict[str, float]]:
-    """problem key -> {config_id: fastest ms} of the completed trials in an exported trials.csv
-    (its `study` column: '<space>/<problem key>')."""
-    out: dict[str, dict[str, float]] = {}
+def trial_times(path: Path) -> dict[str, dict[str, tuple[float, dict]]]:
+    """problem key -> {config_id: (fastest ms, config)} of the completed trials in an exported
+    trials.csv (its `study` column: '<space>/<problem key>')."""
+    out: dict[str, dict[str, tuple[float, dict]]] = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             if row.get("state") != "COMPLETE" or not row.get("value"):
                 continue
-            key = row["study"].split("/", 1)[1]
-            times = out.setdefault(key, {})
-            cid, ms = config_id(trial_config(row)), float(row["value"])
-            times[cid] = min(times.get(cid, ms), ms)
+            times = out.setdefault(row["study"].split("/", 1)[1], {})
+            config, ms = trial_config(row), float(row["value"])
+            cid = config_id(config)
+            if cid not in times or ms < times[cid][0]:
+                times[cid] = (ms, config)
     return out
 
 
@@ -81,26 +83,17 @@ def records(stores: list[ConfigStore], trials: list[Path], space: SearchSpace) -
                         " leave-one-out must compare one protocol's times")
     entries = {k: e for s in stores for k, e in s.entries.items()}
     for path in trials:
-        for key, times in trial_times(path).items():
+        for key, trials_of in trial_times(path).items():
+            times = {cid: ms for cid, (ms, _) in trials_of.items()}
             e = entries.get(key)
             if e is not None:
-                entries[key] = Entry(e.problem, e.config, e.time_ms, e.default_ms, e.vendor_ms,
-                                     e.source, {**times, **(e.measured or {})})
+                entries[key] = dataclasses.replace(e, measured={**times, **(e.measured or {})})
                 continue
-            problem = Problem.from_key(key)
             best = min(times, key=times.get)
-            entries[key] = Entry(key, _config_of(path, key, best), times[best],
-                                 times.get(config_id(space.default_config(problem))),
-                                 None, f"{path.name} (trials only)", times)
+            default = config_id(space.default_config(Problem.from_key(key)))
+            entries[key] = Entry(key, trials_of[best][1], times[best], times.get(default), None,
+                                 f"{path.name} (trials only)", times)
     return entries
-
-
-def _config_of(path: Path, key: str, cid: str) -> dict:
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["study"].endswith("/" + key) and config_id(trial_config(row)) == cid:
-                return trial_config(row)
-    raise KeyError(cid)
 
 
 def route(selector: Selector, space: SearchSpace, problem: Problem):
@@ -134,8 +127,7 @@ def score(entries: dict[str, Entry], space: SearchSpace) -> list[dict]:
                 "route": name, "from": choice.tuned or "", "evidence": why,
                 "chosen_ms": chosen, "default_ms": default_ms, "vendor_ms": e.vendor_ms,
                 "best_ms": best_ms,
-                "vs_default": default_ms / chosen if chosen and default_ms else None,
-                "vs_vendor": e.vendor_ms / chosen if chosen and e.vendor_ms else None})
+                "vs_default": _ratio(default_ms, chosen), "vs_vendor": _ratio(e.vendor_ms, chosen)})
     return rows
 
 
@@ -147,33 +139,34 @@ def geomean(values) -> float | None:
 def summary(rows: list[dict]) -> list[dict]:
     """Per rule: routes taken, how many were scored, geomeans and worst shapes; plus the
     default alone and the best recorded route (the ceiling) for reference."""
-    out = []
-    shapes = {r["shape"]: r for r in rows}.values()
-    for name, picked in [("default only", [{**r, "chosen_ms": r["default_ms"], "route": "default",
-                                            "vs_default": 1.0 if r["default_ms"] else None,
-                                            "vs_vendor": _ratio(r["vendor_ms"], r["default_ms"])}
-                                           for r in shapes]),
-                         *[(f"dispatch, {rule}", [r for r in rows if r["rule"] == rule])
-                           for rule in RULES],
-                         ("best recorded (ceiling)", [{**r, "chosen_ms": r["best_ms"], "route": "best",
-                                                       "vs_default": _ratio(r["default_ms"], r["best_ms"]),
-                                                       "vs_vendor": _ratio(r["vendor_ms"], r["best_ms"])}
-                                                      for r in shapes])]:
-        scored = [r for r in picked if r["chosen_ms"]]
-        off_default = [r for r in picked if r["route"] in ("borrowed", "vendor")]
-        worst_d = min((r for r in scored if r["vs_default"]), key=lambda r: r["vs_default"])
-        worst_v = min((r for r in scored if r["vs_vendor"]), key=lambda r: r["vs_vendor"])
-        out.append({
-            "what serves": name, "shapes": len(picked),
-            "borrowed / vendor": (f"{sum(r['route'] == 'borrowed' for r in picked)} / "
-                                  f"{sum(r['route'] == 'vendor' for r in picked)}"),
-            "scored (of those)": f"{sum(bool(r['chosen_ms']) for r in off_default)} of {len(off_default)}",
-            "vs default": _fmt(geomean(r["vs_default"] for r in scored)),
-            "vs cuBLAS": _fmt(geomean(r["vs_vendor"] for r in scored)),
-            "below default": sum(r["vs_default"] < 1 for r in scored if r["vs_default"]),
-            "worst vs default": f"{worst_d['shape']} {worst_d['vs_default']:.3f}",
-            "worst vs cuBLAS": f"{worst_v['shape']} {worst_v['vs_vendor']:.3f}"})
-    return out
+    shapes = list({r["shape"]: r for r in rows}.values())
+    views = [("default only", [_served(r, "default", r["default_ms"]) for r in shapes])]
+    views += [(f"dispatch, {rule}", [r for r in rows if r["rule"] == rule]) for rule in RULES]
+    views += [("best recorded (ceiling)", [_served(r, "best", r["best_ms"]) for r in shapes])]
+    return [_line(name, picked) for name, picked in views]
+
+
+def _served(row: dict, route: str, ms: float | None) -> dict:
+    """`row` as if `route`, of time `ms`, had served its shape."""
+    return {**row, "route": route, "chosen_ms": ms, "vs_default": _ratio(row["default_ms"], ms),
+            "vs_vendor": _ratio(row["vendor_ms"], ms)}
+
+
+def _line(name: str, picked: list[dict]) -> dict:
+    scored = [r for r in picked if r["chosen_ms"]]
+    moved = [r for r in picked if r["route"] in ("borrowed", "vendor")]
+    worst_d = min((r for r in scored if r["vs_default"]), key=lambda r: r["vs_default"])
+    worst_v = min((r for r in scored if r["vs_vendor"]), key=lambda r: r["vs_vendor"])
+    return {
+        "what serves": name, "shapes": len(picked),
+        "borrowed / vendor": (f"{sum(r['route'] == 'borrowed' for r in picked)} / "
+                              f"{sum(r['route'] == 'vendor' for r in picked)}"),
+        "scored (of those)": f"{sum(bool(r['chosen_ms']) for r in moved)} of {len(moved)}",
+        "vs default": _fmt(geomean(r["vs_default"] for r in scored)),
+        "vs cuBLAS": _fmt(geomean(r["vs_vendor"] for r in scored)),
+        "below default": sum(r["vs_default"] < 1 for r in scored if r["vs_default"]),
+        "worst vs default": f"{worst_d['shape']} {worst_d['vs_default']:.3f}",
+        "worst vs cuBLAS": f"{worst_v['shape']} {worst_v['vs_vendor']:.3f}"}
 
 
 def _ratio(a, b):
