@@ -58,3 +58,12 @@ def test_a_trials_csv_row_reads_as_the_config_its_store_recorded():
     assert len(shared) >= 20
     for key in shared:
         assert set(times[key]) <= set(store.entries[key].measured), key
+
+
+def test_a_missing_records_file_is_one_clear_error(tmp_path, capsys):
+    from autotune.dispatch.__main__ import main
+
+    assert main(["loso", "--store", str(tmp_path / "none.json"), "--out", str(tmp_path)]) == 2
+    assert f"no such file: {tmp_path / 'none.json'}" in capsys.readouterr().err
+    assert main(["loso", "--out", str(tmp_path)]) == 2
+    assert "name at least one --store" in capsys.readouterr().err

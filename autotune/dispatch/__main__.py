@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import UserError
 from ..spaces import get_space
 from ..locations import artifacts_dir, store_root
 from ..store import ConfigStore, store_path
@@ -43,7 +44,11 @@ def main(argv=None) -> int:
         from .loso import main as loso_main
 
         args.argv = list(sys.argv[1:] if argv is None else argv)
-        return loso_main(args)
+        try:
+            return loso_main(args)
+        except UserError as exc:
+            print(f"python -m autotune.dispatch loso: error: {exc}", file=sys.stderr)
+            return 2
 
     space = get_space(args.space)
     paths = [Path(s) for s in args.store] + [store_path(store_root(), space.name, d) for d in args.device]

@@ -187,16 +187,16 @@ def markdown(rows: list[dict]) -> str:
 def main(args) -> int:
     from ..spaces import get_space
 
+    if not args.store:
+        raise UserError("name at least one --store (the records to leave shapes out of)")
+    missing = [p for p in [*args.store, *args.trials] if not Path(p).is_file()]
+    if missing:
+        raise UserError(f"no such file: {', '.join(missing)}")
     stores = [ConfigStore.read(p) for p in args.store]
-    if not stores:
-        raise UserError("loso: name at least one --store (the records to leave shapes out of)")
     spaces = {s.header.space for s in stores}
     if len(spaces) > 1:
-        raise UserError(f"loso: the stores are of several spaces ({', '.join(sorted(spaces))})")
+        raise UserError(f"the stores are of several spaces ({', '.join(sorted(spaces))})")
     space = get_space(spaces.pop())
-    missing = [p for p in args.trials if not Path(p).is_file()]
-    if missing:
-        raise UserError(f"loso: no trials file {', '.join(missing)}")
     entries = records(stores, [Path(p) for p in args.trials], space)
     rows = score(entries, space)
     table = summary(rows)
