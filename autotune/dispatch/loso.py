@@ -207,7 +207,8 @@ def main(args) -> int:
         writer.writeheader()
         writer.writerows(rows)
     h = stores[0].header
-    context = [f"date: {datetime.date.today()}", f"host: {platform.node()} (CPU only)",
+    context = [f"date: {datetime.date.today()}",
+               f"host: {platform.node()} (CPU only), Python {platform.python_version()}",
                f"records: {h.device}, timer {h.timer}, template {h.template}, {len(entries)} shapes",
                "command: " + " ".join(["python -m autotune.dispatch", *args.argv])]
     text = "\n".join(context) + "\n\n" + markdown(table) + "\n"
