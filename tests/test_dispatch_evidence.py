@@ -78,6 +78,19 @@ def test_only_shapes_of_the_same_class_count():
     assert store.choices(gemm(2048))[0].config == GOOD
 
 
+def test_the_default_time_is_todays_defaults_record_where_the_study_timed_it():
+    # The stores' default_ms (1.0) is an older default's; the study also timed today's default,
+    # which GOOD does not beat: no evidence. Without that record, default_ms stands.
+    today = {**DEFAULT_CFG, "stages": 4}
+    timed = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8), (today, 0.79)]),
+                     entry(gemm(64), GOOD, 0.8, [(GOOD, 0.8), (today, 0.79)]),
+                     default=lambda p: dict(today))
+    assert [c.reason for c in timed.choices(gemm(32))] == [DEFAULT]
+    untimed = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8)]),
+                       entry(gemm(64), GOOD, 0.8, [(GOOD, 0.8)]), default=lambda p: dict(today))
+    assert untimed.choices(gemm(32))[0].config == GOOD
+
+
 def test_the_vendor_serves_a_tuned_shape_where_it_was_timed_faster_beyond_noise():
     fast = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8)], vendor_ms=0.7))
     assert "faster here" in fast.vendor_faster(gemm(16), GOOD)

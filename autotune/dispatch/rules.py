@@ -74,11 +74,19 @@ class Selector:
         return [self.entries[k] for k, p in self.problems.items()
                 if k != problem.key and p.dtype == problem.dtype and self._defaults[k] == default]
 
+    def default_ms(self, entry: Entry) -> float | None:
+        """The entry's time of today's default for its shape: the study's record of that config
+        where it timed it, else the default time the study recorded (a study made before the
+        default rules changed timed another default: its `default_ms` is that one's)."""
+        current = (entry.measured or {}).get(config_id(self._defaults[entry.problem]))
+        return current or entry.default_ms
+
     def evidence(self, problem: Problem, config: Config) -> str | None:
         """Why `config` may serve `problem` though tuned elsewhere, or None if the records do
         not show that it generalises (see the module's docstring)."""
         cid = config_id(config)
-        won = self._won_on_peers(problem, lambda e: (e.default_ms, (e.measured or {}).get(cid)))
+        won = self._won_on_peers(problem, lambda e: (self.default_ms(e),
+                                                     (e.measured or {}).get(cid)))
         if won is None:
             return None
         wins, shapes, gain = won
