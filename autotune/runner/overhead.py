@@ -83,7 +83,8 @@ PROFILED = {
 
 
 def profile_rows(stats, trials: int) -> dict[str, float]:
-    """CPU ms per trial of each PROFILED part, from a pstats.Stats of a driver run."""
+    """ms per trial of each PROFILED part (cProfile's cumulative wall time, its own overhead
+    included), from a pstats.Stats of a driver run."""
     out = {}
     for label, (file, function) in PROFILED.items():
         out[label] = round(sum(ct for (f, _, fn), (_, _, _, ct, _) in stats.stats.items()
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
     p.add_argument("--driver", action="store_true",
                    help="tune a gemm_sm90 study through each runner (the driver's cost too)")
     p.add_argument("--profile", action="store_true",
-                   help="with --driver: cProfile the driver, CPU ms per trial of its parts (slower)")
+                   help="with --driver: cProfile the driver, ms per trial of its parts (slower)")
     p.add_argument("--out", help="results file (JSON)")
     args = p.parse_args(argv)
     if args.profile and not args.driver:
@@ -144,8 +145,7 @@ def main(argv=None) -> int:
                          log_to_driver=False)
             try:
                 if args.driver:
-                    # CPU time, not wall: on a loaded machine waits for a core would count
-                    profile = cProfile.Profile(time.process_time) if args.profile else None
+                    profile = cProfile.Profile() if args.profile else None
                     rate, cpu_ms = driver_rates(runner, args.compile_s, args.eval_s, devices,
                                                 args.workers, args.trials, profile)
                 else:
