@@ -70,13 +70,21 @@ def test_guided_sampler_proposes_legal_configs_best_first():
         make_sampler("guided", 0)
 
 
-def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_default_budget(land):
-    """On the committed H100 recording (64x28672x4096), replayed with its noise: `autotune
-    tune`'s default sampler, started as a study starts (the default, then the seeds), comes
-    within 5% of the recorded best within the CLI's default trial budget, for every seed tried,
-    and a seed replays the same run."""
+# the recorded shapes whose default config alone is not within 5% of the recorded best (at
+# 8192x28672x4096 it is: +2.8%, nothing to search for)
+SEARCHED = ["recording", "recording-4096x4096x4096", "recording-1024x4096x4096"]
+
+
+@pytest.mark.parametrize("recording", SEARCHED)
+def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_default_budget(
+        recording):
+    """On committed H100 recordings, replayed with their noise: `autotune tune`'s default
+    sampler, started as a study starts (the default, then the seeds), comes within 5% of the
+    recorded best within the CLI's default trial budget, for every seed tried, and a seed
+    replays the same run."""
     from autotune.cli import build_parser
 
+    _, _, (land,) = load_landscapes([str(RECORDING.parent / recording)])
     tune = build_parser().parse_args(["tune", "gemm_sm90"])
     start = land.sources("default", "seed")
     runs = [run_sampler(land, tune.sampler, seed, tune.trials, start, "default")

@@ -4,8 +4,8 @@ of a recording's best, replayed with the recorded noise, over many seeds.
 A run is one sampler, one seed, one recorded shape (a Landscape) and one start:
 - `cold`: the sampler alone;
 - `default`: the recorded default and seed configs first, as `autotune tune` starts;
-- `warm`: the fastest configs of the other recorded shapes first, nearest shapes first (what
-  a study of a new shape can take from the studies of its neighbours).
+- `warm`: the fastest configs of the other recorded shapes (nearest shapes first: what a
+  study of a new shape can take from the studies of its neighbours), then the default start.
 It drives the sampler with Optuna's ask/tell in memory, as the tuning driver does: an illegal
 proposal is told PRUNED and costs no trial; a legal one is projected onto the recording
 (landscape.py) and, if that config was not measured in this run yet, replayed through the
@@ -162,9 +162,11 @@ def start_configs(land: Landscape, landscapes: list[Landscape], start: str,
                   warm: int) -> list[Config]:
     if start == "cold":
         return []
+    first = land.sources("default", "seed")
     if start == "default":
-        return land.sources("default", "seed")
-    return warm_configs(land, [o for o in landscapes if o is not land], warm)
+        return first
+    borrowed = warm_configs(land, [o for o in landscapes if o is not land], warm)
+    return borrowed + [c for c in first if c not in borrowed]
 
 
 def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget: int,
