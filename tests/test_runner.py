@@ -2,6 +2,7 @@
 candidates (synthetic evaluator in real worker processes)."""
 
 import math
+import multiprocessing.connection
 import os
 import subprocess
 import sys
@@ -140,6 +141,28 @@ def test_jobs_queued_behind_a_hang_or_a_crash_are_not_lost():
         assert runner.pool.restarts == 2
     assert results == {"hang": Cause.TIMEOUT, "behind the hang": None, "crash": Cause.CRASH,
                        "behind the crash": None}
+
+
+def test_a_job_given_to_a_worker_that_just_died_runs_after_the_restart():
+    from autotune.runner.base import Compiled, Job
+    from autotune.runner.isolation import IsolatedWorker
+
+    def job(config):
+        return Job(cand(**config), Compiled(None), seed=0)
+
+    evaluator = SyntheticEvaluator()
+    worker = IsolatedWorker(evaluator.evaluate, evaluator.setup)
+    try:
+        worker.submit(job({"block_m": 16, "block_n": 64, "stages": 2}))  # segfaults
+        worker._process.join(10)
+        worker.submit(job(GOOD))  # its pipe is broken: kept for the restarted process
+        finished, crash = worker.poll()
+        assert finished and crash.cause is Cause.CRASH and worker.restarts == 1
+        multiprocessing.connection.wait([worker.connection], timeout=10)
+        finished, good = worker.poll()
+        assert finished and good.ok and good.time_ms == SPACE.model_time_ms(GOOD)
+    finally:
+        worker.close()
 
 
 def test_compile_slots_follow_compile_and_device_times():

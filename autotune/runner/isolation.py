@@ -162,7 +162,11 @@ class IsolatedWorker:
         if not self.jobs:
             self.started = time.monotonic()
         self.jobs.append(job)
-        self._conn.send(job)
+        try:
+            self._conn.send(job)
+        except (BrokenPipeError, OSError):
+            pass  # the process died after the job before this one: poll() restarts it and
+            # the restart sends this job again
 
     def poll(self) -> tuple[bool, Any]:
         """(True, outcome) once the running job finished, or (True, a CRASH Result) if the
