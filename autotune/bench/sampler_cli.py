@@ -30,7 +30,7 @@ def add_sampler_bench_command(sub) -> argparse.ArgumentParser:
                    help="trials per run at most (default 200; never more than the shape's "
                         "recorded configs)")
     p.add_argument("--warm", type=int, default=8,
-                   help="configs from other shapes a warm start measures first (default 8)")
+                   help="configs a warm or transfer start measures first (default 8)")
     p.add_argument("--processes", type=int, default=1,
                    help="worker processes running the runs (default 1)")
     p.add_argument("--out", default=str(results_dir("bench-samplers")),

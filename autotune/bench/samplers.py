@@ -5,7 +5,11 @@ A run is one sampler, one seed, one recorded shape (a Landscape) and one start:
 - `cold`: the sampler alone;
 - `default`: the recorded default and seed configs first, as `autotune tune` starts;
 - `warm`: the fastest configs of the other recorded shapes (nearest shapes first: what a
-  study of a new shape can take from the studies of its neighbours), then the default start.
+  study of a new shape can take from the studies of its neighbours), then the default start;
+- `transfer`: the cost model calibrated on the other recorded shapes (study/transfer.py): the
+  configs it ranks fastest first (`--warm` of them, from the default's and seeds' one-knob
+  neighbourhoods and a uniform legal pool), then the default start; `guided` also ranks its
+  moves with that model.
 It drives the sampler with Optuna's ask/tell in memory, as the tuning driver does: an illegal
 proposal is told PRUNED and costs no trial; a legal one is projected onto the recording
 (landscape.py) and, if that config was not measured in this run yet, replayed through the
@@ -35,9 +39,10 @@ from ..runner.base import Candidate
 from ..runner.kinds import replay
 from ..spaces.base import Config
 from ..study.samplers import make_sampler
+from ..study.transfer import CalibratedModel, best_candidates
 from .landscape import Landscape
 
-STARTS = ("cold", "default", "warm")
+STARTS = ("cold", "default", "warm", "transfer")
 SAMPLERS = ("random", "tpe-univariate", "tpe", "gp", "cmaes", "guided")
 TOLERANCES = (0.01, 0.02, 0.05)
 # A sampler that keeps proposing illegal configs, or configs measured already, has stopped
@@ -81,13 +86,15 @@ class Run:
 
 
 def run_sampler(land: Landscape, sampler: str, seed: int, budget: int,
-                start: list[Config] = (), start_name: str = "cold") -> Run:
-    """One run: `sampler` with `seed` for up to `budget` trials, `start` configs first."""
+                start: list[Config] = (), start_name: str = "cold", estimate=None) -> Run:
+    """One run: `sampler` with `seed` for up to `budget` trials, `start` configs first;
+    `estimate`: the cost model `guided` ranks with (None: the plugin's)."""
     space, problem = land.space, land.problem
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # experimental-feature and fallback notices
         study = optuna.create_study(sampler=make_sampler(sampler, seed, land.fixed or None,
-                                                         space=space, problem=problem))
+                                                         space=space, problem=problem,
+                                                         estimate=estimate))
     for config in start:
         study.enqueue_trial(config, skip_if_exists=True)
     runner = replay(land.table, seed=seed)
@@ -158,14 +165,24 @@ def warm_configs(land: Landscape, others: list[Landscape], count: int) -> list[C
     return out
 
 
-def start_configs(land: Landscape, landscapes: list[Landscape], start: str,
-                  warm: int) -> list[Config]:
+def calibrated_model(land: Landscape, landscapes: list[Landscape]) -> CalibratedModel:
+    """The cost model calibrated on every recorded shape but `land`'s."""
+    return CalibratedModel.fit(land.space, [(o.problem, o.configs, o.medians)
+                                            for o in landscapes if o is not land])
+
+
+def start_configs(land: Landscape, landscapes: list[Landscape], start: str, warm: int,
+                  model: CalibratedModel | None = None) -> list[Config]:
+    """The configs a run measures first; `transfer` needs the calibrated `model`."""
     if start == "cold":
         return []
     first = land.sources("default", "seed")
     if start == "default":
         return first
-    borrowed = warm_configs(land, [o for o in landscapes if o is not land], warm)
+    if start == "transfer":
+        borrowed = best_candidates(model, land.problem, first, warm, fixed=land.fixed)
+    else:
+        borrowed = warm_configs(land, [o for o in landscapes if o is not land], warm)
     return borrowed + [c for c in first if c not in borrowed]
 
 
@@ -178,7 +195,12 @@ def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget:
     for land in landscapes:
         cap = min(budget, len(land.configs))
         for start in starts:
-            first = start_configs(land, landscapes, start, warm)
+            if start == "transfer" and len(landscapes) < 2:
+                skipped[f"transfer start on {land.problem.key}"] = "no other shape to learn from"
+                continue
+            model = calibrated_model(land, landscapes) if start == "transfer" else None
+            first = start_configs(land, landscapes, start, warm, model)
+            estimate = model.estimate_ms if model else None
             if start != "cold" and not first:
                 skipped[f"{start} start on {land.problem.key}"] = "no configs to start from"
                 continue
@@ -187,7 +209,8 @@ def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget:
                 if why:
                     skipped[sampler] = why
                     continue
-                tasks += [(land, sampler, seed, cap, first, start) for seed in range(seeds)]
+                tasks += [(land, sampler, seed, cap, first, start, estimate)
+                          for seed in range(seeds)]
     runs = []
     with concurrent.futures.ProcessPoolExecutor(processes) if processes > 1 else \
             contextlib.nullcontext() as pool:
