@@ -9,7 +9,8 @@ import optuna
 import pytest
 
 from autotune.bench.sampler_cli import load_landscapes
-from autotune.bench.samplers import applies, run_sampler, runs_frame, summary_frame
+from autotune.bench.samplers import (applies, benchmark, calibrated_model, run_sampler,
+                                     runs_frame, start_configs, summary_frame)
 from autotune.spaces import get_space
 from autotune.study.samplers import make_sampler
 
@@ -39,6 +40,19 @@ def test_a_start_is_measured_first(land):
     run = run_sampler(land, "random", seed=0, budget=len(start), start=start, start_name="default")
     default = land.medians[land.configs.index(start[0])]
     assert run.curve[0] == default
+
+
+def test_a_transfer_start_measures_the_calibrated_picks_then_the_default_start(land):
+    mid = RECORDING.parent / "recording-1024x4096x4096"
+    _, _, (_, other) = load_landscapes([str(RECORDING), str(mid)])
+    model = calibrated_model(land, [land, other])
+    first = start_configs(land, [land, other], "transfer", 3, model)
+    default = land.sources("default", "seed")
+    assert first[3:] == default and not any(c in default for c in first[:3])
+    scores = [model.estimate_ms(c, land.problem) for c in first[:3]]
+    assert scores == sorted(scores)
+    _, skipped = benchmark([land], ["guided"], ["transfer"], seeds=1, budget=2)
+    assert "no other shape" in skipped[f"transfer start on {land.problem.key}"]
 
 
 def test_summary_counts_trials_to_each_tolerance(land):
