@@ -106,3 +106,17 @@ def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_defaul
     assert all(r.trials_to(0.05) <= tune.trials for r in runs), [r.curve for r in runs]
     assert run_sampler(land, tune.sampler, 0, tune.trials, start, "default").curve == runs[0].curve
     assert land.medians[0] > land.best_ms * 1.05  # the default alone is not there: a real search
+
+
+def test_the_command_compares_starts_in_one_table_and_one_plot(tmp_path):
+    import pandas as pd
+
+    from autotune.cli import main
+
+    mid = RECORDING.parent / "recording-1024x4096x4096"
+    assert main(["bench-samplers", str(RECORDING), str(mid), "--samplers", "random",
+                 "--starts", "default", "transfer", "--seeds", "1", "--budget", "3",
+                 "--warm", "1", "--out", str(tmp_path)]) == 0
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert sorted(set(summary["start"])) == ["default", "transfer"] and len(summary) == 4
+    assert (tmp_path / "curves_starts.png").stat().st_size > 0

@@ -106,7 +106,9 @@ def bench_samplers_main(args) -> int:
     summary.to_csv(out / "summary.csv", index=False)
     for start in args.starts:
         if any(r.start == start for r in runs):
-            plot_curves(runs, start, out / f"curves_{start}.png")
+            plot_curves(runs, [start], out / f"curves_{start}.png")
+    if len({r.start for r in runs}) > 1:
+        plot_curves(runs, args.starts, out / "curves_starts.png")
     record = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
               "host": platform.node(), "python": platform.python_version(),
               "command": " ".join(["autotune", *args.argv]), "space": space.name,

@@ -290,23 +290,24 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def plot_curves(runs: list[Run], start: str, path) -> None:
+def plot_curves(runs: list[Run], starts: list[str], path) -> None:
     """Best found / recorded best per trial: median over seeds (line) and p25-p75 (band), one
-    panel per shape, one line per sampler."""
+    panel per shape, one line per sampler (and start, given several: warm against cold)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chosen = [r for r in runs if r.start == start]
+    chosen = [r for r in runs if r.start in starts]
     problems = list(dict.fromkeys(r.problem for r in chosen))
-    samplers = list(dict.fromkeys(r.sampler for r in chosen))
+    lines = list(dict.fromkeys((r.start, r.sampler) for r in chosen))
     cols = min(4, len(problems))
     rows = math.ceil(len(problems) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, problem in zip(axes.flat, problems):
-        for sampler in samplers:
-            curves = [r for r in chosen if r.problem == problem and r.sampler == sampler]
+        for start, sampler in lines:
+            curves = [r for r in chosen
+                      if r.problem == problem and r.start == start and r.sampler == sampler]
             if not curves:
                 continue
             length = max(len(r.curve) for r in curves)
@@ -318,7 +319,7 @@ def plot_curves(runs: list[Run], start: str, path) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns early on
                 lo, mid, hi = np.nanpercentile(values, [25, 50, 75], axis=0)
-            ax.plot(x, mid, label=sampler)
+            ax.plot(x, mid, label=sampler if len(starts) == 1 else f"{start}: {sampler}")
             ax.fill_between(x, lo, hi, alpha=0.15)
         ax.axhline(1.02, color="grey", lw=0.6, ls="--")
         ax.set_title(problem.split(",dtype")[0].replace(",", " "), fontsize=8)
@@ -328,8 +329,8 @@ def plot_curves(runs: list[Run], start: str, path) -> None:
     for ax in list(axes.flat)[len(problems):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle(f"best found per trial, start: {start} (median and p25-p75 over seeds; "
-                 "dashed: 2%)", fontsize=9)
+    fig.suptitle(f"best found per trial, start: {', '.join(starts)} (median and p25-p75 over "
+                 "seeds; dashed: 2%)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
