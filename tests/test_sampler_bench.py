@@ -9,7 +9,8 @@ import optuna
 import pytest
 
 from autotune.bench.sampler_cli import load_landscapes
-from autotune.bench.samplers import applies, run_sampler, runs_frame, summary_frame
+from autotune.bench.samplers import (applies, benchmark, calibrated_model, run_sampler,
+                                     runs_frame, start_configs, summary_frame)
 from autotune.spaces import get_space
 from autotune.study.samplers import make_sampler
 
@@ -39,6 +40,19 @@ def test_a_start_is_measured_first(land):
     run = run_sampler(land, "random", seed=0, budget=len(start), start=start, start_name="default")
     default = land.medians[land.configs.index(start[0])]
     assert run.curve[0] == default
+
+
+def test_a_transfer_start_measures_the_calibrated_picks_then_the_default_start(land):
+    mid = RECORDING.parent / "recording-1024x4096x4096"
+    _, _, (_, other) = load_landscapes([str(RECORDING), str(mid)])
+    model = calibrated_model(land, [land, other])
+    first = start_configs(land, [land, other], "transfer", 3, model)
+    default = land.sources("default", "seed")
+    assert first[3:] == default and not any(c in default for c in first[:3])
+    scores = [model.estimate_ms(c, land.problem) for c in first[:3]]
+    assert scores == sorted(scores)
+    _, skipped = benchmark([land], ["guided"], ["transfer"], seeds=1, budget=2)
+    assert "no other shape" in skipped[f"transfer start on {land.problem.key}"]
 
 
 def test_summary_counts_trials_to_each_tolerance(land):
@@ -92,3 +106,17 @@ def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_defaul
     assert all(r.trials_to(0.05) <= tune.trials for r in runs), [r.curve for r in runs]
     assert run_sampler(land, tune.sampler, 0, tune.trials, start, "default").curve == runs[0].curve
     assert land.medians[0] > land.best_ms * 1.05  # the default alone is not there: a real search
+
+
+def test_the_command_compares_starts_in_one_table_and_one_plot(tmp_path):
+    import pandas as pd
+
+    from autotune.cli import main
+
+    mid = RECORDING.parent / "recording-1024x4096x4096"
+    assert main(["bench-samplers", str(RECORDING), str(mid), "--samplers", "random",
+                 "--starts", "default", "transfer", "--seeds", "1", "--budget", "3",
+                 "--warm", "1", "--out", str(tmp_path)]) == 0
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert sorted(set(summary["start"])) == ["default", "transfer"] and len(summary) == 4
+    assert (tmp_path / "curves_starts.png").stat().st_size > 0
