@@ -4,15 +4,16 @@
 # state. On one warm machine, after the call that staged .bundle/tvm-a (README):
 #   bash scripts/gpu_scaling.sh warm measure  # fill the compile cache (runs thrown away), then
 #                                             # the four runs again on fresh storages: the table
-# WARM_RUNS (default: all four) picks the warming runs, e.g. WARM_RUNS="--gpus 0,1"; TUNE_ARGS
-# adds options to every run. TPE's proposals follow the timings, so a TPE run after the warm one
-# asks for configs the cache lacks; TUNE_ARGS="--sampler random" (seeded: the same sequence in
-# every run) makes the cache truly warm.
+# TUNE_ARGS adds options to every run; by default the seeded random sampler, which proposes the
+# same sequence in every run, so that one warming run (WARM_RUNS, default "--gpus 0,1"; "" for
+# all four) compiles exactly what the measured runs ask for. (TPE's proposals follow the
+# timings: a TPE run after the warm one asks for configs the cache lacks.)
 # `autotune results` gives each study's device_trials and trials_per_min (completions between
 # the first and the last trial that ran on a GPU). Writes $OUT/scaling.txt and the databases.
 source scripts/gpu_env.sh
 export AUTOTUNE_CACHE=$SCRATCH/cache_scaling
 RUNS=("--gpus 0" "--gpus 0,1" "--gpus 0 --ray" "--gpus 0,1 --ray")
+TUNE_ARGS=${TUNE_ARGS---sampler random} WARM_RUNS=${WARM_RUNS---gpus 0,1}
 for phase in "$@"; do
   DB=$SCRATCH; runs=("${RUNS[@]}")
   [ "$phase" = warm ] && [ -n "$WARM_RUNS" ] && runs=("$WARM_RUNS")

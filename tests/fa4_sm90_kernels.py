@@ -7,7 +7,8 @@ configs are computed the same way on both machines (the sweep's sample is seeded
 
 Two sets: MATRIX, the hand-tuned default for each problem class the correctness matrix needs
 (dtype, causal, head_dim, heads: MHA 16:16, GQA 32:8 and 28:4), and SWEEP, a seeded sample of
-legal configs of the search space, each with a problem class of its own.
+legal configs of the search space (40 binaries, 6 of them two CTAs per SM), each with a problem
+class of its own.
 
 The compile sweep of the whole legal space (every binary, i.e. every legal config up to its
 launch-time knobs, at SWEEP_PROBLEM) is an hour of CPU, so CI checks its committed record,
@@ -56,14 +57,14 @@ def _matrix():
     return {name: (p, default_config(p)) for name, p in out.items()}
 
 
-def _sweep(count: int = 24, seed: int = 20):
-    """`count` legal configs with distinct binaries, drawn uniformly from the knob grid, each
-    paired with a problem class drawn alike (head_dim 128 and 64, both dtypes, causal or not,
-    MHA or GQA)."""
+def _sweep(count: int, seed: int, prefix: str, **fixed):
+    """`count` legal configs with distinct binaries, drawn uniformly from the knob grid (knobs
+    in `fixed` held at their value), each paired with a problem class drawn alike (head_dim
+    128 and 64, both dtypes, causal or not, MHA or GQA)."""
     rng = random.Random(seed)
     out, seen = {}, set()
     while len(out) < count:
-        cfg = AttentionSm90Config(**{k: rng.choice(v) for k, v in KNOBS.items()})
+        cfg = AttentionSm90Config(**{k: fixed.get(k, rng.choice(v)) for k, v in KNOBS.items()})
         hq, hkv = rng.choice(((8, 8), (8, 2)))
         p = AttentionProblem(head_dim=rng.choice((128, 128, 64)), heads_q=hq, heads_kv=hkv,
                              causal=rng.random() < 0.5, dtype=rng.choice(("bfloat16", "float16")))
@@ -71,12 +72,13 @@ def _sweep(count: int = 24, seed: int = 20):
         if violations(cfg, p) or key in seen:
             continue
         seen.add(key)
-        out[f"sweep{len(out):02d}"] = (p, cfg)
+        out[f"{prefix}{len(out):02d}"] = (p, cfg)
     return out
 
 
 MATRIX = _matrix()
-SWEEP = _sweep()
+# the whole grid, and the few configs that run two CTAs per SM (a uniform draw meets ~1 in 20)
+SWEEP = {**_sweep(34, 20, "sweep"), **_sweep(6, 21, "sweep2cta", ctas_per_sm=2)}
 KERNELS = {**MATRIX, **SWEEP}
 
 

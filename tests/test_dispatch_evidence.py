@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from autotune.dispatch import Selector
+from autotune.dispatch.classes import gemm_class
 from autotune.dispatch.rules import DEFAULT, EXACT, NEAREST, NOISE
 from autotune.ops.gemm import GEMM
 from autotune.runner import RecordedTable, replay
@@ -76,6 +77,19 @@ def test_only_shapes_of_the_same_class_count():
                      entry(gemm(1024), GOOD, 0.5, [(GOOD, 0.5), (big, 1.0)]), default=default)
     assert [c.reason for c in store.choices(gemm(32))] == [DEFAULT]
     assert store.choices(gemm(2048))[0].config == GOOD
+
+
+def test_the_default_time_is_todays_defaults_record_where_the_study_timed_it():
+    # The stores' default_ms (1.0) is an older default's; the study also timed today's default,
+    # which GOOD does not beat: no evidence. Without that record, default_ms stands.
+    today = {**DEFAULT_CFG, "stages": 4}
+    timed = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8), (today, 0.79)]),
+                     entry(gemm(64), GOOD, 0.8, [(GOOD, 0.8), (today, 0.79)]),
+                     default=lambda p: dict(today))
+    assert [c.reason for c in timed.choices(gemm(32))] == [DEFAULT]
+    untimed = selector(entry(gemm(16), GOOD, 0.8, [(GOOD, 0.8)]),
+                       entry(gemm(64), GOOD, 0.8, [(GOOD, 0.8)]), default=lambda p: dict(today))
+    assert untimed.choices(gemm(32))[0].config == GOOD
 
 
 def test_the_vendor_serves_a_tuned_shape_where_it_was_timed_faster_beyond_noise():
@@ -171,3 +185,65 @@ def test_the_nearest_config_alone_would_have_lost(replayed_store):
     assert TWO.time_ms(TWO.TRAP, problem) > 2 * TWO.time_ms(TWO.default_config(problem), problem)
     sel = Selector(replayed_store.entries, GEMM.bucket, TWO.default_config)
     assert sel.choices(problem)[0].config != TWO.TRAP
+
+
+# -- shape classes wider than "same default" (dispatch/classes.py) ------------------------------
+def per_n_default(p):  # every N has its own default: no two shapes below share one
+    return {**DEFAULT_CFG, "block_n": p["N"] // 128}
+
+
+def class_entry(n, measured, vendor_ms=None):
+    """A tuned 2048 x n x 4096 shape (all of one shape class) whose own default timed 1.0."""
+    problem = gemm(2048, n)
+    return entry(problem, measured[0][0], min(t for _, t in measured),
+                 [*measured, (per_n_default(problem), 1.0)], vendor_ms=vendor_ms)
+
+
+def class_selector(*entries, shape_class=gemm_class):
+    return Selector({e.problem: e for e in entries}, GEMM.bucket, per_n_default, shape_class)
+
+
+def test_a_config_that_won_on_two_peers_of_the_shape_class_serves_though_no_default_is_shared():
+    store = class_selector(class_entry(4096, [(GOOD, 0.8)]), class_entry(6144, [(GOOD, 0.85)]))
+    query = gemm(2048, 5120)
+    assert gemm_class(query) == gemm_class(gemm(2048, 4096)) == gemm_class(gemm(2048, 6144))
+    assert store.choices(query)[0].config == GOOD
+    # the rule before the classes: no peer shares the query's default, so nothing serves
+    assert [c.reason for c in class_selector(
+        class_entry(4096, [(GOOD, 0.8)]), class_entry(6144, [(GOOD, 0.85)]),
+        shape_class=None).choices(query)] == [DEFAULT]
+
+
+def test_a_config_that_lost_to_its_peers_default_on_one_class_peer_is_never_borrowed():
+    peers = (class_entry(4096, [(GOOD, 0.8)]), class_entry(6144, [(GOOD, 0.85)]),
+             class_entry(7168, [(OTHER, 0.9), (GOOD, 1.02)]))
+    assert [c.reason for c in class_selector(*peers).choices(gemm(2048, 5120))] == [DEFAULT]
+    # only the leave-one-out's diagnostic rule takes it (2 wins outnumber 1 loss)
+    tolerant = Selector({e.problem: e for e in peers}, GEMM.bucket, per_n_default,
+                        tolerate_losses=True)
+    assert tolerant.choices(gemm(2048, 5120))[0].config == GOOD
+
+
+def test_shapes_of_another_class_are_no_peers():
+    # the same records, on M=16 shapes (another M regime): no evidence for a 2048-row query
+    store = class_selector(*(entry(gemm(16, n), GOOD, 0.8,
+                                   [(GOOD, 0.8), (per_n_default(gemm(16, n)), 1.0)])
+                             for n in (4096, 6144)))
+    assert [c.reason for c in store.choices(gemm(2048, 5120))] == [DEFAULT]
+
+
+def test_the_vendor_serves_an_untuned_shape_only_with_recorded_evidence():
+    query = gemm(2048, 5120)
+    default = per_n_default(query)
+    # no vendor time recorded on the peers: no vendor route, however slow the default there
+    silent = class_selector(class_entry(4096, [(OTHER, 0.99)]), class_entry(6144, [(OTHER, 0.99)]))
+    assert silent.vendor_faster(query, default) is None
+    # the vendor beat each peer's own default by 20%: it serves the query's default route
+    faster = class_selector(class_entry(4096, [(OTHER, 0.99)], vendor_ms=0.8),
+                            class_entry(6144, [(OTHER, 0.99)], vendor_ms=0.8))
+    assert "beat this config on 2 of 2" in faster.vendor_faster(query, default)
+    # one peer where the vendor was slower than its default: no vendor route
+    mixed = class_selector(class_entry(4096, [(OTHER, 0.99)], vendor_ms=0.8),
+                           class_entry(6144, [(OTHER, 0.99)], vendor_ms=0.8),
+                           class_entry(7168, [(OTHER, 0.99)], vendor_ms=1.01))
+    assert mixed.vendor_faster(query, default) is None

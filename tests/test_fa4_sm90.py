@@ -41,6 +41,10 @@ def cfg(**kw):
     (cfg(rescale_threshold=16.0), dataclasses.replace(PROBLEM, dtype="float16"),
      "past float16's largest value"),
     (cfg(order="random"), PROBLEM, "order='random' is not one of"),
+    (cfg(ctas_per_sm=3), PROBLEM, "ctas_per_sm=3 must be 1 or 2"),
+    (cfg(ctas_per_sm=2, block_n=64), PROBLEM, "must be 104 or 96 for 2 consumer warpgroups and 2"),
+    (cfg(ctas_per_sm=2, consumers=1, pingpong=False, consumer_regs=232, block_n=128), PROBLEM,
+     "exceeds the 115712 B a block may use with 2 CTA(s) per SM"),
     (cfg(), dataclasses.replace(PROBLEM, head_dim=96), "head_dim=96 is not one of"),
     (cfg(), dataclasses.replace(PROBLEM, heads_kv=6), "heads_q=32 must be a positive multiple"),
     (cfg(), dataclasses.replace(PROBLEM, dtype="float32"), "dtype 'float32' is not one of"),
@@ -100,6 +104,7 @@ SAMPLE = [  # the defaults, and corners of the space: one consumer, three, no ov
     (PROBLEM, cfg(overlap=False, stages=3, block_n=96)),
     (dataclasses.replace(PROBLEM, causal=False, dtype="float16"),
      cfg(pingpong=False, block_n=176, consumer_regs=232)),
+    (PROBLEM, cfg(consumers=1, pingpong=False, consumer_regs=232, ctas_per_sm=2, block_n=96)),
 ]
 
 
@@ -112,7 +117,8 @@ def test_sample_compiles_for_sm90a_without_spills(problem, config, cache):
     # the warpgroups' budgets fit in what they share (an inc past it would wait forever)
     assert "C7504" not in art.ptxas_log and "C7508" not in art.ptxas_log, art.ptxas_log
     C = config.consumers
-    assert res.registers == entry_registers(launch.threads)
+    assert res.registers == entry_registers(launch.threads, config.ctas_per_sm)
+    assert f"__launch_bounds__({launch.threads}, {config.ctas_per_sm})" in art.source
     assert config.producer_regs + C * config.consumer_regs <= (C + 1) * res.registers
     assert launch.block == (128 * (config.consumers + 1), 1, 1)
     assert launch.dynamic_smem == smem_bytes(config, problem.head_dim)

@@ -229,7 +229,7 @@ def test_seed_configs_are_legal_neighbours_of_the_default(shape):
     assert {c["l2_evict"] for c in seeds} - {default["l2_evict"]}
 
 
-@pytest.mark.parametrize("shape, blk_n", [("128x6144x4096", 96), ("96x2560x2560", 48),
+@pytest.mark.parametrize("shape, blk_n", [("128x6144x4096", 96), ("96x2560x2560", 64),
                                           ("128x4096x4096", 64), ("128x28672x4096", 256)])
 def test_skinny_default_takes_64_row_tiles_of_one_consumer_filling_one_wave(shape, blk_n):
     problem = SPACE.parse_problem(shape)
@@ -250,7 +250,7 @@ def test_few_tile_default_takes_64_row_tiles_of_one_consumer(shape, split):
     problem = SPACE.parse_problem(shape)
     config = SPACE.default_config(problem)
     assert (config["wg_m"], config["consumers"], config["split_k"]) == (64, 1, split)
-    assert config["epilogue"] == ("tma" if split == 1 else "reg") and config["blk_n"] >= 48
+    assert config["epilogue"] == ("tma" if split == 1 else "reg") and config["blk_n"] >= 64
     assert geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid >= 48
 
 
@@ -271,3 +271,21 @@ def test_large_default_narrows_tiles_that_fill_one_wave_badly():
     assert (narrow["blk_n"], narrow["cluster"], narrow["persistent"]) == (160, "2x1", True)
     for shape in ("4096x4096x4096", "8192x28672x4096", "2048x2048x2048"):
         assert SPACE.default_config(SPACE.parse_problem(shape))["blk_n"] == 256
+
+
+@pytest.mark.parametrize("shape, blk_n", [("200x3584x4096", 128), ("256x3072x8192", 96),
+                                          ("96x2816x2048", 64), ("192x1536x2048", 64)])
+def test_narrow_default_stages_whole_32_column_chunks(shape, blk_n):
+    # the TMA-store epilogue's 16-column chunks (BLK_N 48, 112, 240) were 1.1-2.3x slower on
+    # the H100 than the multiple of 32 next to them
+    config = SPACE.default_config(SPACE.parse_problem(shape))
+    assert (config["wg_m"], config["consumers"], config["blk_n"]) == (64, 1, blk_n)
+
+
+@pytest.mark.parametrize("shape, blk_n", [("512x6144x4096", 192), ("512x4096x4096", 128),
+                                          ("777x18176x4544", 256), ("1024x28672x3584", 256)])
+def test_medium_default_takes_the_fewest_waves_of_the_narrowest_loads(shape, blk_n):
+    # one wave of 128x192 at 512x6144; many waves take 256 (fewer loads of A per FLOP)
+    config = SPACE.default_config(SPACE.parse_problem(shape))
+    assert (config["wg_m"], config["consumers"], config["blk_n"]) == (64, 2, blk_n)
+    assert SPACE.violations(config, SPACE.parse_problem(shape)) == []

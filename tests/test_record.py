@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autotune.record.bundle import (HEADER, compile_bundle, pack, plan, read_jobs, write_header)
-from autotune.record.ingest import ingest
+from autotune.record.ingest import fastest_configs, ingest
 from autotune.record.measure import META, RESULTS, VENDOR, done_so_far
 from autotune.runner import RecordedTable, replay
 from autotune.runner.base import Candidate, Compiled
@@ -75,6 +75,28 @@ def fake_compiler(calls: list):
         return Compiled(str(path), {"registers": 96})
 
     return compile_
+
+
+def file_compiler(space, config, problem, cache_dir=None):
+    """fake_compiler's behaviour as a module-level function: worker processes import it."""
+    if space.fault(config) == "compile":
+        raise SyntheticCompileError("nvrtc", "error: no such instruction")
+    path = Path(cache_dir) / "k{block_m}_{block_n}_{stages}".format(**config)
+    path.mkdir(parents=True, exist_ok=True)
+    for name in ("kernel.cubin", "artifact.json", "kernel.cu"):
+        (path / name).write_text(name)
+    return Compiled(str(path), {"registers": 96})
+
+
+def test_a_bundle_compiled_by_worker_processes_is_the_one_compiled_in_order(tmp_path):
+    jobs, _ = plan(SYNTH, SYNTH_PROBLEM, 12, seed=0)
+    jobs = [(SYNTH_PROBLEM, s, c) for s, c in jobs]
+    for n in (1, 2):
+        compile_bundle(SYNTH, jobs, tmp_path / f"b{n}", str(tmp_path / f"cache{n}"),
+                       compiler=file_compiler, processes=n)
+    serial, parallel = read_jobs(tmp_path / "b1"), read_jobs(tmp_path / "b2")
+    assert len(serial) == 13 and any("cause" in j for j in serial)
+    assert parallel == serial  # the same jobs, failures and artifacts, in the plan's order
 
 
 def make_bundle(tmp_path) -> tuple[Path, list]:
@@ -155,6 +177,9 @@ def test_ingest_keeps_median_spread_and_causes_and_replays_within_the_spread(tmp
             assert (row["time_ms"], row["min_ms"], row["max_ms"], row["rounds"]) == \
                 (statistics.median(t), min(t), max(t), 3)
     assert set(frame[frame["time_ms"].isna()]["cause"]) == {"compile"}
+    fastest = min(times, key=lambda ident: statistics.median(times[ident]))
+    assert fastest_configs(folder, tmp_path / "out") == {
+        SYNTH_PROBLEM.key: next(j["config"] for j in jobs if j["id"] == fastest)}
 
     recording.write(tmp_path / "rec")
     table = RecordedTable.from_frame(recording.frame.drop(columns=["source"]))

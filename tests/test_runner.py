@@ -2,6 +2,7 @@
 candidates (synthetic evaluator in real worker processes)."""
 
 import math
+import multiprocessing.connection
 import os
 import subprocess
 import sys
@@ -91,18 +92,86 @@ def test_local_runner_survives_hangs_and_crashes():
 
 def test_local_runner_uses_every_gpu():
     with local([0, 1], timeout_s=5.0) as runner:
-        assert runner.slots == 3  # two devices and the in-process builder
+        assert runner.slots == 5  # two devices two deep, and the in-process builder
         runner.submit(Candidate(SPACE, GOOD, PROBLEM, tag="a"))
         runner.submit(Candidate(SPACE, dict(GOOD, stages=2), PROBLEM, tag="b"))
         assert runner.pool.busy == 0  # dispatched on collect
         runner._pump()
         runner._harvest()
         runner._pump()
-        assert all(w.busy for w in runner.pool.workers)
+        assert all(w.busy for w in runner.pool.workers)  # one each, not two on one
         tags = set()
         while runner.in_flight:
             tags |= {r.tag for r in runner.collect()}
     assert tags == {"a", "b"}
+
+
+class SlowEvaluator(SyntheticEvaluator):
+    """Takes `seconds` per job."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def evaluate(self, job):
+        time.sleep(self.seconds)
+        return super().evaluate(job)
+
+
+def test_a_queued_job_runs_as_the_last_ends_and_its_deadline_counts_from_then():
+    # Two jobs of 0.6 s each given to one device at once, a 1 s deadline: the second finished
+    # 1.2 s after it was given, yet was not killed - it waited, then ran for 0.6 s.
+    pool = WorkerPool(SlowEvaluator(0.6), [0], Provenance("measured"))
+    with Scheduler(InlineBuilder(stub_compile), pool, timeout_s=1.0) as runner:
+        results = runner.run([cand(**GOOD), cand(**dict(GOOD, stages=2))])
+        assert [r.cause for r in results] == [None, None] and pool.restarts == 0
+        assert 0.5 < runner.device_s < 0.8  # the time on the device, not the wait
+
+
+def test_jobs_queued_behind_a_hang_or_a_crash_are_not_lost():
+    with local(timeout_s=2.0) as runner:
+        runner.submit(Candidate(SPACE, {"block_m": 32, "block_n": 128, "stages": 2}, PROBLEM,
+                                tag="hang"))
+        runner.submit(Candidate(SPACE, GOOD, PROBLEM, tag="behind the hang"))
+        runner.submit(Candidate(SPACE, {"block_m": 16, "block_n": 64, "stages": 2}, PROBLEM,
+                                tag="crash"))
+        runner.submit(Candidate(SPACE, dict(GOOD, stages=2), PROBLEM, tag="behind the crash"))
+        results = {}
+        while runner.in_flight:
+            results |= {r.tag: r.cause for r in runner.collect()}
+        assert runner.pool.restarts == 2
+    assert results == {"hang": Cause.TIMEOUT, "behind the hang": None, "crash": Cause.CRASH,
+                       "behind the crash": None}
+
+
+def test_a_job_given_to_a_worker_that_just_died_runs_after_the_restart():
+    from autotune.runner.base import Compiled, Job
+    from autotune.runner.isolation import IsolatedWorker
+
+    def job(config):
+        return Job(cand(**config), Compiled(None), seed=0)
+
+    evaluator = SyntheticEvaluator()
+    worker = IsolatedWorker(evaluator.evaluate, evaluator.setup)
+    try:
+        worker.submit(job({"block_m": 16, "block_n": 64, "stages": 2}))  # segfaults
+        worker._process.join(10)
+        worker.submit(job(GOOD))  # its pipe is broken: kept for the restarted process
+        finished, crash = worker.poll()
+        assert finished and crash.cause is Cause.CRASH and worker.restarts == 1
+        multiprocessing.connection.wait([worker.connection], timeout=10)
+        finished, good = worker.poll()
+        assert finished and good.ok and good.time_ms == SPACE.model_time_ms(GOOD)
+    finally:
+        worker.close()
+
+
+def test_compile_slots_follow_compile_and_device_times():
+    with local(builder=ProcessBuilder(stub_compile, 4)) as runner:
+        assert runner.compile_slots == 4  # nothing seen yet: every compile slot
+        runner.compile_s, runner.device_s = 0.1, 0.25  # a warm compile cache
+        assert runner.compile_slots == 2 and runner.slots == 4  # 1 x 0.1 / 0.25, and one more
+        runner.compile_s = 5.0  # a cold one: every compile slot again
+        assert runner.compile_slots == 4 and runner.slots == 6
 
 
 def test_compile_only_runner_reports_resources_and_no_time():

@@ -9,7 +9,8 @@ import optuna
 import pytest
 
 from autotune.bench.sampler_cli import load_landscapes
-from autotune.bench.samplers import applies, run_sampler, runs_frame, summary_frame
+from autotune.bench.samplers import (applies, benchmark, calibrated_model, run_sampler,
+                                     runs_frame, start_configs, summary_frame)
 from autotune.spaces import get_space
 from autotune.study.samplers import make_sampler
 
@@ -41,6 +42,19 @@ def test_a_start_is_measured_first(land):
     assert run.curve[0] == default
 
 
+def test_a_transfer_start_measures_the_calibrated_picks_then_the_default_start(land):
+    mid = RECORDING.parent / "recording-1024x4096x4096"
+    _, _, (_, other) = load_landscapes([str(RECORDING), str(mid)])
+    model = calibrated_model(land, [land, other])
+    first = start_configs(land, [land, other], "transfer", 3, model)
+    default = land.sources("default", "seed")
+    assert first[3:] == default and not any(c in default for c in first[:3])
+    scores = [model.estimate_ms(c, land.problem) for c in first[:3]]
+    assert scores == sorted(scores)
+    _, skipped = benchmark([land], ["guided"], ["transfer"], seeds=1, budget=2)
+    assert "no other shape" in skipped[f"transfer start on {land.problem.key}"]
+
+
 def test_summary_counts_trials_to_each_tolerance(land):
     runs = [run_sampler(land, "random", seed=s, budget=10) for s in range(3)]
     frame = runs_frame(runs)
@@ -70,13 +84,21 @@ def test_guided_sampler_proposes_legal_configs_best_first():
         make_sampler("guided", 0)
 
 
-def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_default_budget(land):
-    """On the committed H100 recording (64x28672x4096), replayed with its noise: `autotune
-    tune`'s default sampler, started as a study starts (the default, then the seeds), comes
-    within 5% of the recorded best within the CLI's default trial budget, for every seed tried,
-    and a seed replays the same run."""
+# the recorded shapes whose default config alone is not within 5% of the recorded best (at
+# 8192x28672x4096 it is: +2.8%, nothing to search for)
+SEARCHED = ["recording", "recording-4096x4096x4096", "recording-1024x4096x4096"]
+
+
+@pytest.mark.parametrize("recording", SEARCHED)
+def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_default_budget(
+        recording):
+    """On committed H100 recordings, replayed with their noise: `autotune tune`'s default
+    sampler, started as a study starts (the default, then the seeds), comes within 5% of the
+    recorded best within the CLI's default trial budget, for every seed tried, and a seed
+    replays the same run."""
     from autotune.cli import build_parser
 
+    _, _, (land,) = load_landscapes([str(RECORDING.parent / recording)])
     tune = build_parser().parse_args(["tune", "gemm_sm90"])
     start = land.sources("default", "seed")
     runs = [run_sampler(land, tune.sampler, seed, tune.trials, start, "default")
@@ -84,3 +106,17 @@ def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_defaul
     assert all(r.trials_to(0.05) <= tune.trials for r in runs), [r.curve for r in runs]
     assert run_sampler(land, tune.sampler, 0, tune.trials, start, "default").curve == runs[0].curve
     assert land.medians[0] > land.best_ms * 1.05  # the default alone is not there: a real search
+
+
+def test_the_command_compares_starts_in_one_table_and_one_plot(tmp_path):
+    import pandas as pd
+
+    from autotune.cli import main
+
+    mid = RECORDING.parent / "recording-1024x4096x4096"
+    assert main(["bench-samplers", str(RECORDING), str(mid), "--samplers", "random",
+                 "--starts", "default", "transfer", "--seeds", "1", "--budget", "3",
+                 "--warm", "1", "--out", str(tmp_path)]) == 0
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert sorted(set(summary["start"])) == ["default", "transfer"] and len(summary) == 4
+    assert (tmp_path / "curves_starts.png").stat().st_size > 0

@@ -30,7 +30,7 @@ def add_sampler_bench_command(sub) -> argparse.ArgumentParser:
                    help="trials per run at most (default 200; never more than the shape's "
                         "recorded configs)")
     p.add_argument("--warm", type=int, default=8,
-                   help="configs from other shapes a warm start measures first (default 8)")
+                   help="configs a warm or transfer start measures first (default 8)")
     p.add_argument("--processes", type=int, default=1,
                    help="worker processes running the runs (default 1)")
     p.add_argument("--out", default=str(results_dir("bench-samplers")),
@@ -106,7 +106,9 @@ def bench_samplers_main(args) -> int:
     summary.to_csv(out / "summary.csv", index=False)
     for start in args.starts:
         if any(r.start == start for r in runs):
-            plot_curves(runs, start, out / f"curves_{start}.png")
+            plot_curves(runs, [start], out / f"curves_{start}.png")
+    if len({r.start for r in runs}) > 1:
+        plot_curves(runs, args.starts, out / "curves_starts.png")
     record = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
               "host": platform.node(), "python": platform.python_version(),
               "command": " ".join(["autotune", *args.argv]), "space": space.name,

@@ -4,8 +4,12 @@ of a recording's best, replayed with the recorded noise, over many seeds.
 A run is one sampler, one seed, one recorded shape (a Landscape) and one start:
 - `cold`: the sampler alone;
 - `default`: the recorded default and seed configs first, as `autotune tune` starts;
-- `warm`: the fastest configs of the other recorded shapes first, nearest shapes first (what
-  a study of a new shape can take from the studies of its neighbours).
+- `warm`: the fastest configs of the other recorded shapes (nearest shapes first: what a
+  study of a new shape can take from the studies of its neighbours), then the default start;
+- `transfer`: the cost model calibrated on the other recorded shapes (study/transfer.py): the
+  configs it ranks fastest first (`--warm` of them, from the default's and seeds' one-knob
+  neighbourhoods and a uniform legal pool), then the default start; `guided` also ranks its
+  moves with that model.
 It drives the sampler with Optuna's ask/tell in memory, as the tuning driver does: an illegal
 proposal is told PRUNED and costs no trial; a legal one is projected onto the recording
 (landscape.py) and, if that config was not measured in this run yet, replayed through the
@@ -35,9 +39,10 @@ from ..runner.base import Candidate
 from ..runner.kinds import replay
 from ..spaces.base import Config
 from ..study.samplers import make_sampler
+from ..study.transfer import CalibratedModel, best_candidates
 from .landscape import Landscape
 
-STARTS = ("cold", "default", "warm")
+STARTS = ("cold", "default", "warm", "transfer")
 SAMPLERS = ("random", "tpe-univariate", "tpe", "gp", "cmaes", "guided")
 TOLERANCES = (0.01, 0.02, 0.05)
 # A sampler that keeps proposing illegal configs, or configs measured already, has stopped
@@ -81,13 +86,15 @@ class Run:
 
 
 def run_sampler(land: Landscape, sampler: str, seed: int, budget: int,
-                start: list[Config] = (), start_name: str = "cold") -> Run:
-    """One run: `sampler` with `seed` for up to `budget` trials, `start` configs first."""
+                start: list[Config] = (), start_name: str = "cold", estimate=None) -> Run:
+    """One run: `sampler` with `seed` for up to `budget` trials, `start` configs first;
+    `estimate`: the cost model `guided` ranks with (None: the plugin's)."""
     space, problem = land.space, land.problem
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # experimental-feature and fallback notices
         study = optuna.create_study(sampler=make_sampler(sampler, seed, land.fixed or None,
-                                                         space=space, problem=problem))
+                                                         space=space, problem=problem,
+                                                         estimate=estimate))
     for config in start:
         study.enqueue_trial(config, skip_if_exists=True)
     runner = replay(land.table, seed=seed)
@@ -158,13 +165,25 @@ def warm_configs(land: Landscape, others: list[Landscape], count: int) -> list[C
     return out
 
 
-def start_configs(land: Landscape, landscapes: list[Landscape], start: str,
-                  warm: int) -> list[Config]:
+def calibrated_model(land: Landscape, landscapes: list[Landscape]) -> CalibratedModel:
+    """The cost model calibrated on every recorded shape but `land`'s."""
+    return CalibratedModel.fit(land.space, [(o.problem, o.configs, o.medians)
+                                            for o in landscapes if o is not land])
+
+
+def start_configs(land: Landscape, landscapes: list[Landscape], start: str, warm: int,
+                  model: CalibratedModel | None = None) -> list[Config]:
+    """The configs a run measures first; `transfer` needs the calibrated `model`."""
     if start == "cold":
         return []
+    first = land.sources("default", "seed")
     if start == "default":
-        return land.sources("default", "seed")
-    return warm_configs(land, [o for o in landscapes if o is not land], warm)
+        return first
+    if start == "transfer":
+        borrowed = best_candidates(model, land.problem, first, warm, fixed=land.fixed)
+    else:
+        borrowed = warm_configs(land, [o for o in landscapes if o is not land], warm)
+    return borrowed + [c for c in first if c not in borrowed]
 
 
 def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget: int,
@@ -176,7 +195,12 @@ def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget:
     for land in landscapes:
         cap = min(budget, len(land.configs))
         for start in starts:
-            first = start_configs(land, landscapes, start, warm)
+            if start == "transfer" and len(landscapes) < 2:
+                skipped[f"transfer start on {land.problem.key}"] = "no other shape to learn from"
+                continue
+            model = calibrated_model(land, landscapes) if start == "transfer" else None
+            first = start_configs(land, landscapes, start, warm, model)
+            estimate = model.estimate_ms if model else None
             if start != "cold" and not first:
                 skipped[f"{start} start on {land.problem.key}"] = "no configs to start from"
                 continue
@@ -185,7 +209,8 @@ def benchmark(landscapes: list[Landscape], samplers, starts, seeds: int, budget:
                 if why:
                     skipped[sampler] = why
                     continue
-                tasks += [(land, sampler, seed, cap, first, start) for seed in range(seeds)]
+                tasks += [(land, sampler, seed, cap, first, start, estimate)
+                          for seed in range(seeds)]
     runs = []
     with concurrent.futures.ProcessPoolExecutor(processes) if processes > 1 else \
             contextlib.nullcontext() as pool:
@@ -265,23 +290,24 @@ def markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def plot_curves(runs: list[Run], start: str, path) -> None:
+def plot_curves(runs: list[Run], starts: list[str], path) -> None:
     """Best found / recorded best per trial: median over seeds (line) and p25-p75 (band), one
-    panel per shape, one line per sampler."""
+    panel per shape, one line per sampler (and start, given several: warm against cold)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chosen = [r for r in runs if r.start == start]
+    chosen = [r for r in runs if r.start in starts]
     problems = list(dict.fromkeys(r.problem for r in chosen))
-    samplers = list(dict.fromkeys(r.sampler for r in chosen))
+    lines = list(dict.fromkeys((r.start, r.sampler) for r in chosen))
     cols = min(4, len(problems))
     rows = math.ceil(len(problems) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, problem in zip(axes.flat, problems):
-        for sampler in samplers:
-            curves = [r for r in chosen if r.problem == problem and r.sampler == sampler]
+        for start, sampler in lines:
+            curves = [r for r in chosen
+                      if r.problem == problem and r.start == start and r.sampler == sampler]
             if not curves:
                 continue
             length = max(len(r.curve) for r in curves)
@@ -293,7 +319,7 @@ def plot_curves(runs: list[Run], start: str, path) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns early on
                 lo, mid, hi = np.nanpercentile(values, [25, 50, 75], axis=0)
-            ax.plot(x, mid, label=sampler)
+            ax.plot(x, mid, label=sampler if len(starts) == 1 else f"{start}: {sampler}")
             ax.fill_between(x, lo, hi, alpha=0.15)
         ax.axhline(1.02, color="grey", lw=0.6, ls="--")
         ax.set_title(problem.split(",dtype")[0].replace(",", " "), fontsize=8)
@@ -303,8 +329,8 @@ def plot_curves(runs: list[Run], start: str, path) -> None:
     for ax in list(axes.flat)[len(problems):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle(f"best found per trial, start: {start} (median and p25-p75 over seeds; "
-                 "dashed: 2%)", fontsize=9)
+    fig.suptitle(f"best found per trial, start: {', '.join(starts)} (median and p25-p75 over "
+                 "seeds; dashed: 2%)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,5 +1,8 @@
 """python -m autotune.dispatch prebuild: compile, where TVM is, the kernels a GPU machine's
-dispatcher needs for the given shapes (and every stored shape), into an artifact directory."""
+dispatcher needs for the given shapes (and every stored shape), into an artifact directory.
+
+python -m autotune.dispatch loso: leave-one-shape-out scoring of dispatch's choice for untuned
+shapes on recorded studies (loso.py); CPU only."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import UserError
 from ..spaces import get_space
 from ..locations import artifacts_dir, store_root
 from ..store import ConfigStore, store_path
@@ -28,7 +32,23 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="artifact directory (default $AUTOTUNE_ARTIFACTS, else "
                    "~/.cache/autotune/dispatch)")
     p.add_argument("--procs", type=int, default=1, help="compile processes (default 1)")
+    lo = sub.add_parser("loso", help="score dispatch on each recorded shape left out of the "
+                        "records (CPU only)")
+    lo.add_argument("--store", action="append", default=[],
+                    help="store file with the records (repeatable; later ones override)")
+    lo.add_argument("--trials", action="append", default=[],
+                    help="a study's exported trials.csv (repeatable)")
+    lo.add_argument("--out", required=True, help="directory for loso.csv and summary.md")
     args = parser.parse_args(argv)
+    if args.command == "loso":
+        from .loso import main as loso_main
+
+        args.argv = list(sys.argv[1:] if argv is None else argv)
+        try:
+            return loso_main(args)
+        except UserError as exc:
+            print(f"python -m autotune.dispatch loso: error: {exc}", file=sys.stderr)
+            return 2
 
     space = get_space(args.space)
     paths = [Path(s) for s in args.store] + [store_path(store_root(), space.name, d) for d in args.device]

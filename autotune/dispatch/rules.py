@@ -9,17 +9,19 @@ Order of configs (the dispatcher takes the first legal one with a kernel):
   3. default: the plugin's hand-tuned config, legal for every legal shape.
 
 A config tuned elsewhere generalises to a problem P when, on the tuned shapes of P's class
-(those whose hand-tuned default is P's default: the plugin's own shape classes), it was timed
-(Entry.measured) faster than their default by more than NOISE on at least MIN_WINS of them, and
-slower than their default on none. Why: the nearest tuned shape's config, taken blindly, made an
+(its peers: those whose hand-tuned default is P's default, and those of P's shape class,
+classes.py, e.g. a GEMM's M regime x waves x K/N), it was timed (Entry.measured) faster than
+each peer's own default by more than NOISE on at least MIN_WINS of them, and slower than it on
+none. Why: the nearest tuned shape's config, taken blindly, made an
 untuned shape 0.59x its own default on an H100 (issue 18), while the defaults generalise
 (1.00-1.03x cuBLAS in the block on shapes their rules were not written from,
 studies/2026-11-23-h100-gemm-fewtile/). With no such evidence, the default serves.
 
 The vendor op serves instead (VENDOR_FASTER) when the records say it is faster beyond noise:
 for a tuned problem, its vendor_ms is under (1 - NOISE) x the entry's time; for an untuned one,
-on the tuned shapes of its class that timed both, the vendor beat the chosen config by more
-than NOISE on at least MIN_WINS and lost to it on none.
+on the peers that timed both, the vendor beat what P would run (the borrowed config; for P's
+default, each peer's own default) by more than NOISE on at least MIN_WINS and lost to it on
+none. No recorded vendor time on the peers: no vendor route.
 
 NOISE: under the protocol (runner/protocol.py) a config's time moved by a median 0.2% from one
 run to the next on an H100, 98% of them by less than 3%
@@ -29,11 +31,12 @@ run to the next on an H100, 98% of them by less than 3%
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, Hashable, Mapping, NamedTuple
 
 from ..ops.bucket import BucketRule
 from ..spaces.base import Config, Problem
 from ..store.format import Entry, config_id
+from .classes import gemm_class
 
 EXACT, BUCKET, NEAREST, DEFAULT = "exact", "bucket", "nearest", "default"
 NOISE = 0.03
@@ -47,11 +50,11 @@ class Choice(NamedTuple):
     evidence: str = ""  # for a config tuned elsewhere: the records that let it serve
 
 
-def _tally(pairs: list[tuple[float, float]]) -> tuple[int, bool, float]:
-    """(wins, lost, geomean speed-up) of `challenger` over `incumbent` times, pairs of
+def _tally(pairs: list[tuple[float, float]]) -> tuple[int, int, float]:
+    """(wins, losses, geomean speed-up) of `challenger` over `incumbent` times, pairs of
     (incumbent_ms, challenger_ms): a win is faster by more than NOISE, a loss any slower."""
     wins = sum(c < i * (1 - NOISE) for i, c in pairs)
-    lost = any(c > i for i, c in pairs)
+    lost = sum(c > i for i, c in pairs)
     gain = math.exp(sum(math.log(i / c) for i, c in pairs) / len(pairs)) if pairs else 1.0
     return wins, lost, gain
 
@@ -61,24 +64,41 @@ class Selector:
     the outcome), so linear scans over entries are fine."""
 
     def __init__(self, entries: Mapping[str, Entry], rule: BucketRule,
-                 default_config: Callable[[Problem], Config]):
+                 default_config: Callable[[Problem], Config],
+                 shape_class: Callable[[Problem], Hashable | None] | None = gemm_class,
+                 tolerate_losses: bool = False):
+        """shape_class: a problem's class beyond its default (None: same default only).
+        tolerate_losses: evidence may include losses if the wins outnumber them - only to
+        measure what the no-loss rule buys (loso.py); dispatch never sets it."""
         self.rule, self.default_config = rule, default_config
+        self.tolerate_losses = tolerate_losses
+        self.shape_class = shape_class or (lambda problem: None)
         self.entries = dict(entries)
         self.problems = {key: e.parsed_problem for key, e in self.entries.items()}
         self._defaults = {key: default_config(p) for key, p in self.problems.items()}
+        self._classes = {key: self.shape_class(p) for key, p in self.problems.items()}
 
     def peers(self, problem: Problem) -> list[Entry]:
-        """The tuned entries of the problem's class (same dtype, same hand-tuned default),
-        the problem's own excepted."""
-        default = self.default_config(problem)
+        """The tuned entries of the problem's class (same dtype; same hand-tuned default or
+        same shape class), the problem's own excepted."""
+        default, cls = self.default_config(problem), self.shape_class(problem)
         return [self.entries[k] for k, p in self.problems.items()
-                if k != problem.key and p.dtype == problem.dtype and self._defaults[k] == default]
+                if k != problem.key and p.dtype == problem.dtype
+                and (self._defaults[k] == default or (cls is not None and self._classes[k] == cls))]
+
+    def default_ms(self, entry: Entry) -> float | None:
+        """The entry's time of today's default for its shape: the study's record of that config
+        where it timed it, else the default time the study recorded (a study made before the
+        default rules changed timed another default: its `default_ms` is that one's)."""
+        current = (entry.measured or {}).get(config_id(self._defaults[entry.problem]))
+        return current or entry.default_ms
 
     def evidence(self, problem: Problem, config: Config) -> str | None:
         """Why `config` may serve `problem` though tuned elsewhere, or None if the records do
         not show that it generalises (see the module's docstring)."""
         cid = config_id(config)
-        won = self._won_on_peers(problem, lambda e: (e.default_ms, (e.measured or {}).get(cid)))
+        won = self._won_on_peers(problem, lambda e: (self.default_ms(e),
+                                                     (e.measured or {}).get(cid)))
         if won is None:
             return None
         wins, shapes, gain = won
@@ -91,7 +111,8 @@ class Selector:
         or None unless it won on MIN_WINS of them and lost on none."""
         pairs = [t for t in map(times, self.peers(problem)) if all(t)]
         wins, lost, gain = _tally(pairs)
-        return None if wins < MIN_WINS or lost else (wins, len(pairs), gain)
+        refused = lost >= wins if self.tolerate_losses else lost
+        return None if wins < MIN_WINS or refused else (wins, len(pairs), gain)
 
     def choices(self, problem: Problem) -> list[Choice]:
         out = []
@@ -126,8 +147,11 @@ class Selector:
             if exact.vendor_ms and exact.vendor_ms < exact.time_ms * (1 - NOISE):
                 return f"the vendor op timed {exact.time_ms / exact.vendor_ms:.3f}x faster here"
             return None
-        cid = config_id(config)
-        won = self._won_on_peers(problem, lambda e: ((e.measured or {}).get(cid), e.vendor_ms))
+        if config == self.default_config(problem):  # on each peer, its own default
+            won = self._won_on_peers(problem, lambda e: (self.default_ms(e), e.vendor_ms))
+        else:
+            cid = config_id(config)
+            won = self._won_on_peers(problem, lambda e: ((e.measured or {}).get(cid), e.vendor_ms))
         if won is None:
             return None
         wins, shapes, gain = won

@@ -11,13 +11,17 @@ each job is appended to `jobs.jsonl` when compiled, and a rerun skips the jobs t
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
+import multiprocessing
 import random
 import shutil
 import tarfile
 from pathlib import Path
 
-from ..runner.compile import Compiler, compile_candidate, compile_with_tirx
+from ..runner.builders import CompileService
+from ..runner.compile import Compiler, compile_with_tirx
 from ..runner.base import Candidate, Result
 from ..spaces.base import Config, Problem, SearchSpace
 from ..spaces.sampling import config_key, neighbours, uniform_legal
@@ -82,7 +86,12 @@ def write_header(folder: str | Path, space: SearchSpace, problems: dict[str, dic
 
     from ..store.compat import template_hash
 
-    versions = {"tvm": importlib.metadata.version("apache-tvm")}
+    try:
+        versions = {"tvm": importlib.metadata.version("apache-tvm")}
+    except importlib.metadata.PackageNotFoundError:  # TVM staged without its metadata
+        import tvm
+
+        versions = {"tvm": tvm.__version__}
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / HEADER).write_text(json.dumps(
@@ -104,20 +113,25 @@ def job_id(problem: Problem, config: Config) -> str:
 
 def compile_bundle(space: SearchSpace, jobs: list[tuple[Problem, str, Config]], folder: str | Path,
                    cache_dir: str | None = None, progress=None,
-                   compiler: Compiler = compile_with_tirx) -> Path:
-    """Compile every (problem, source, config) into `folder` (resumable); a failed compile is a
-    job with its cause, measured as that failure."""
+                   compiler: Compiler = compile_with_tirx, processes: int = 1) -> Path:
+    """Compile every (problem, source, config) into `folder` (resumable), over `processes`
+    spawned worker processes (compiles are independent: a 16-core GPU machine compiles a
+    recording's bundles 16 at a time); a failed compile is a job with its cause, measured as
+    that failure."""
     folder = Path(folder)
     (folder / ARTIFACTS).mkdir(parents=True, exist_ok=True)
     done = {j["id"] for j in read_jobs(folder)}
-    with open(folder / JOBS, "a") as out:
-        for problem, source, config in jobs:
-            ident = job_id(problem, config)
-            if ident in done:
-                continue
-            compiled = compile_candidate(compiler, Candidate(space, config, problem), cache_dir)
-            job = {"id": ident, "space": space.name, "problem": problem.key, "source": source,
-                   "config": config}
+    todo = [(problem, source, config) for problem, source, config in jobs
+            if job_id(problem, config) not in done]
+    service = CompileService(compiler, cache_dir)
+    candidates = [(Candidate(space, config, problem), False) for problem, _, config in todo]
+    with concurrent.futures.ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn")) if processes > 1 \
+            else contextlib.nullcontext() as pool, open(folder / JOBS, "a") as out:
+        outcomes = pool.map(service, candidates) if pool else map(service, candidates)
+        for (problem, source, config), compiled in zip(todo, outcomes):
+            job = {"id": job_id(problem, config), "space": space.name, "problem": problem.key,
+                   "source": source, "config": config}
             if isinstance(compiled, Result):  # the compile failed: its cause is the row
                 job["cause"], job["error"] = compiled.cause.value, compiled.message
             else:
@@ -132,7 +146,6 @@ def compile_bundle(space: SearchSpace, jobs: list[tuple[Problem, str, Config]], 
                 job["resources"] = compiled.resources
             out.write(json.dumps(job, default=str) + "\n")
             out.flush()
-            done.add(ident)
             if progress:
                 progress(job)
     return folder

@@ -33,12 +33,17 @@ def add_record_commands(sub) -> None:
                    help="a config (JSON object) whose legal one-knob neighbours are recorded "
                         "too, e.g. the best of an earlier sweep (repeatable; the default is "
                         "always one)")
+    p.add_argument("--centre-best", metavar="MEASURED",
+                   help="also the neighbourhood of each shape's fastest config measured so far "
+                        "(the directory `python -m autotune.record.measure` wrote for --bundle)")
     p.add_argument("--fix", action="append", default=[], metavar="NAME=VALUE",
                    help="pin a parameter (repeatable)")
     p.add_argument("--bundle", required=True, help="directory of the compiled plan")
     p.add_argument("--pack", metavar="FILE.tar.xz",
                    help="also write the bundle as one archive, to carry to a GPU machine")
     p.add_argument("--cache-dir", help="compile cache directory (default: tirx's)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="compile worker processes (default 1)")
     p.set_defaults(func=record_main)
 
     q = sub.add_parser("record-ingest", help="read a measured bundle into a recording "
@@ -55,8 +60,8 @@ def record_main(args) -> int:
     from ..spaces import get_space
     from .bundle import compile_bundle, pack, plan, write_header
 
-    if args.sample < 0:
-        raise UserError("--sample must not be negative")
+    if args.sample < 0 or args.processes < 1:
+        raise UserError("--sample must not be negative, --processes at least 1")
     space = get_space(args.space)
     problems = parse_shapes(space, args.shapes, args.dtype)
     fixed = fixed_params(space, problems, args.fix)
@@ -69,6 +74,14 @@ def record_main(args) -> int:
         if not isinstance(centre, dict):
             raise UserError(f"--centre {text!r} is not a JSON object of knob values")
         centres.append(centre)
+    best = {}
+    if args.centre_best:
+        from .ingest import fastest_configs
+
+        try:
+            best = fastest_configs(args.bundle, args.centre_best)
+        except OSError as exc:
+            raise UserError(f"--centre-best: cannot read the measured bundle: {exc}") from None
     jobs, header = [], {}
     for problem in problems:
         for centre in centres:
@@ -76,8 +89,10 @@ def record_main(args) -> int:
             if broken:
                 raise UserError(f"--centre {json.dumps(centre)} is illegal for {problem.key}: "
                                 + "; ".join(broken))
+        own = [best[problem.key]] if problem.key in best else []
         planned, header[problem.key] = plan(space, problem, args.sample, args.seed,
-                                            [*centres, space.default_config(problem)], fixed)
+                                            [*centres, space.default_config(problem), *own],
+                                            fixed)
         jobs += [(problem, source, config) for source, config in planned]
     write_header(args.bundle, space, header, " ".join(["autotune", *args.argv]))
 
@@ -85,7 +100,7 @@ def record_main(args) -> int:
         print(f"{job['problem']} {job['source']}: {job.get('cause', 'compiled')}",
               file=sys.stderr)
 
-    compile_bundle(space, jobs, args.bundle, args.cache_dir, progress)
+    compile_bundle(space, jobs, args.bundle, args.cache_dir, progress, processes=args.processes)
     if args.pack:
         print(f"packed: {pack(args.bundle, args.pack)}")
     print(f"{len(jobs)} jobs over {len(problems)} shapes in {args.bundle}; measure with\n"

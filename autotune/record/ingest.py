@@ -12,18 +12,14 @@ from pathlib import Path
 import pandas as pd
 
 from ..spaces import get_space
+from ..spaces.base import Config
 from .bundle import HEADER, read_jobs
 from .dataset import Recording
 from .measure import META, RESULTS, VENDOR
 
 
-def ingest(bundle: str | Path, measured: str | Path, note: str = "") -> Recording:
-    bundle, measured = Path(bundle), Path(measured)
-    jobs = read_jobs(bundle)
-    if not jobs:
-        raise ValueError(f"{bundle} holds no jobs")
-    plan = json.loads((bundle / HEADER).read_text())
-    runs = json.loads((measured / META).read_text())["runs"]
+def read_results(measured: Path) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """Per job id, its rounds' times; and the cause of each job that failed."""
     entries = [json.loads(line) for line in (measured / RESULTS).read_text().splitlines()
                if line.strip()]
     times: dict[str, list[float]] = {}
@@ -33,6 +29,31 @@ def ingest(bundle: str | Path, measured: str | Path, note: str = "") -> Recordin
             failures[e["id"]] = e["cause"]
         else:
             times.setdefault(e["id"], []).append(e["time_ms"])
+    return times, failures
+
+
+def fastest_configs(bundle: str | Path, measured: str | Path) -> dict[str, Config]:
+    """Per shape, the config of the fastest job measured so far (median over its rounds): the
+    centre of the next neighbourhood to record."""
+    times, failures = read_results(Path(measured))
+    best: dict[str, tuple[float, Config]] = {}
+    for job in read_jobs(bundle):
+        t = times.get(job["id"])
+        if t and job["id"] not in failures:
+            median = statistics.median(t)
+            if job["problem"] not in best or median < best[job["problem"]][0]:
+                best[job["problem"]] = (median, job["config"])
+    return {problem: config for problem, (_, config) in best.items()}
+
+
+def ingest(bundle: str | Path, measured: str | Path, note: str = "") -> Recording:
+    bundle, measured = Path(bundle), Path(measured)
+    jobs = read_jobs(bundle)
+    if not jobs:
+        raise ValueError(f"{bundle} holds no jobs")
+    plan = json.loads((bundle / HEADER).read_text())
+    runs = json.loads((measured / META).read_text())["runs"]
+    times, failures = read_results(measured)
     space = get_space(plan["target"])
     rows, unmeasured = [], 0
     for job in jobs:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..runner.cuda_eval import cause_of_exception
-from ..runner.protocol import time_in_graph
+from ..runner.protocol import WARM_MS, time_in_graph
 from ..runner.timing import rotated
 from ..runner.validate import check_outputs, poison
 from ..spaces import get_space
@@ -84,13 +84,14 @@ class Shape:
                 return wrong
         return None
 
-    def time(self, launch) -> dict:
-        timing = time_in_graph(lambda i: launch(self.sets[i]), len(self.sets))
+    def time(self, launch, warm_ms: float = WARM_MS) -> dict:
+        timing = time_in_graph(lambda i: launch(self.sets[i]), len(self.sets), warm_ms=warm_ms)
         return {"time_ms": timing.median_ms, "min_ms": timing.min_ms, "max_ms": timing.max_ms,
                 "launches": timing.iters_per_round, "input_sets": timing.input_sets}
 
 
-def measure(bundle: Path, out: Path, rounds: int, deadline_s: float) -> int:
+def measure(bundle: Path, out: Path, rounds: int, deadline_s: float,
+            warm_ms: float = WARM_MS) -> int:
     import torch
 
     import tirx
@@ -101,7 +102,7 @@ def measure(bundle: Path, out: Path, rounds: int, deadline_s: float) -> int:
     # the space by its class (a GPU machine has the sources, not the installed entry points)
     space = get_space(json.loads((bundle / "bundle.json").read_text())["target"])
     out.mkdir(parents=True, exist_ok=True)
-    _write_meta(out, rounds)
+    _write_meta(out, rounds, warm_ms)
     done = done_so_far(out)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     shapes: dict[str, Shape] = {}
@@ -149,7 +150,7 @@ def measure(bundle: Path, out: Path, rounds: int, deadline_s: float) -> int:
                         if wrong:
                             write({**entry, "round": -1, "cause": "validation", "error": wrong})
                             continue
-                    write({**entry, **shape.time(launch)})
+                    write({**entry, **shape.time(launch, warm_ms)})
                 except Exception as exc:  # noqa: BLE001 - every failure is a recorded row
                     cause, fatal = cause_of_exception(exc)
                     write({**entry, "round": -1, "cause": cause.value,
@@ -160,7 +161,7 @@ def measure(bundle: Path, out: Path, rounds: int, deadline_s: float) -> int:
     return 0
 
 
-def _write_meta(out: Path, rounds: int) -> None:
+def _write_meta(out: Path, rounds: int, warm_ms: float) -> None:
     import torch
 
     path = out / META
@@ -169,7 +170,7 @@ def _write_meta(out: Path, rounds: int) -> None:
         "device": torch.cuda.get_device_name(0),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "command": " ".join(["python -m autotune.record.measure", *sys.argv[1:]]),
-        "rounds": rounds, "timer": "graph", "torch": torch.__version__,
+        "rounds": rounds, "timer": "graph", "warm_ms": warm_ms, "torch": torch.__version__,
         "cuda": torch.version.cuda, "python": platform.python_version(),
         "driver": _driver_version(), "host": platform.node()})
     path.write_text(json.dumps(meta, indent=1) + "\n")
@@ -192,10 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--deadline-s", type=float, default=math.inf,
                         help="stop cleanly after this many seconds (rerun to resume)")
+    parser.add_argument("--warm-ms", type=float, default=WARM_MS,
+                        help=f"untimed replays before each timing (default the protocol's "
+                             f"{WARM_MS:g} ms, for a GPU that idled; jobs measured back to back "
+                             "keep it busy, so a long recording may take less)")
     parser.add_argument("--scratch", default="bundle", help="where a tar.xz is unpacked")
     args = parser.parse_args(argv)
     bundle = open_bundle(Path(args.bundle), Path(args.scratch))
-    return measure(bundle, Path(args.out), args.rounds, args.deadline_s)
+    return measure(bundle, Path(args.out), args.rounds, args.deadline_s, args.warm_ms)
 
 
 if __name__ == "__main__":

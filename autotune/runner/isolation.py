@@ -1,13 +1,16 @@
-"""An isolated worker: a spawned process that runs one job at a time (a compile, or a GPU
-evaluation) for its owner, who enforces a deadline per job.
+"""An isolated worker: a spawned process that runs jobs (a compile, or a GPU evaluation) one
+after another for its owner, who enforces a deadline per job. Jobs may be queued behind the
+running one, so a device never waits for its owner between two jobs.
 
 A hang (a compiler stuck in lowering, an mbarrier deadlock on the GPU) or a crash (a signal, a
 CUDA error that poisons the context) costs the job, not the study: the owner kills the process,
-fails the job with its cause and starts the worker again. A worker exits when its parent dies
+fails the job with its cause and starts the worker again; jobs queued behind it are sent
+to the new process. A worker exits when its parent dies
 (Linux's parent-death signal), so a killed driver leaves no processes behind."""
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import multiprocessing
 import os
@@ -73,8 +76,8 @@ def describe_exit(code: int | None) -> str:
 
 
 class IsolatedWorker:
-    """Owns one worker process running `handle(job)` (after `setup(device)` once); restarts it
-    after a hang or a crash. `setup` and `handle` must be picklable (module-level functions,
+    """Owns one worker process running `handle(job)` (after `setup(device)` once), its jobs in
+    the order submitted; restarts it after a hang or a crash. `setup` and `handle` must be picklable (module-level functions,
     bound methods of picklable objects, partials)."""
 
     def __init__(self, handle: Callable[[Any], Any], setup: Callable | None = None,
@@ -87,8 +90,8 @@ class IsolatedWorker:
         self.restarts = 0
         self._ctx = multiprocessing.get_context("spawn")
         self._process = self._conn = None
-        self.job: Any = None  # the job in progress, if any
-        self.started = 0.0  # when it began
+        self.jobs: collections.deque = collections.deque()  # sent, unanswered; the first runs
+        self.started = 0.0  # when the first began
         self._spawn()
         if wait:
             self.wait_ready()
@@ -125,12 +128,16 @@ class IsolatedWorker:
         self._conn.close()
 
     def restart(self) -> None:
-        """Kill the process (a hang, a poisoned context) and start a fresh one; the job is lost."""
+        """Kill the process (a hang, a poisoned context) and start a fresh one; the running job
+        is lost, the queued ones are sent to the new process."""
         self._kill()
-        self.job = None
+        queued = list(self.jobs)[1:]
+        self.jobs.clear()
         self.restarts += 1
         self._spawn()
         self.wait_ready()
+        for job in queued:
+            self.submit(job)
 
     def close(self) -> None:
         if self._process.is_alive():
@@ -144,21 +151,27 @@ class IsolatedWorker:
     # -- jobs ----------------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return self.job is not None
+        return bool(self.jobs)
 
     @property
     def connection(self):
         return self._conn
 
     def submit(self, job) -> None:
-        assert self.job is None, "one job at a time"
-        self.job, self.started = job, time.monotonic()
-        self._conn.send(job)
+        """Send `job`: it runs when those sent before it have finished."""
+        if not self.jobs:
+            self.started = time.monotonic()
+        self.jobs.append(job)
+        try:
+            self._conn.send(job)
+        except (BrokenPipeError, OSError):
+            pass  # the process died after the job before this one: poll() restarts it and
+            # the restart sends this job again
 
     def poll(self) -> tuple[bool, Any]:
-        """(True, outcome) once the job finished, or (True, a CRASH Result) if the process died
-        (it is restarted); (False, None) while it runs."""
-        if self.job is None:
+        """(True, outcome) once the running job finished, or (True, a CRASH Result) if the
+        process died (it is restarted); (False, None) while it runs."""
+        if not self.jobs:
             return False, None
         try:
             outcome = self._conn.recv() if self._conn.poll() else None
@@ -173,5 +186,7 @@ class IsolatedWorker:
             self.restart()
         elif isinstance(outcome, Result) and outcome.fatal:
             self.restart()
-        self.job = None
+        else:
+            self.jobs.popleft()
+            self.started = time.monotonic()  # the next, if any, began when this one ended
         return True, outcome

@@ -11,18 +11,21 @@ import tempfile
 from .base import Evaluator, Job, Provenance, Result
 from .compile import unpack
 from .isolation import IsolatedWorker
-from .sides import DevicePool, Key, WorkerSide
+from .sides import DEVICE_DEPTH, DevicePool, Key, WorkerSide
 
 
 class WorkerPool(WorkerSide, DevicePool):
     """One isolated worker per entry of `devices` (a GPU index, pinned with
-    CUDA_VISIBLE_DEVICES; or None), each evaluating one job at a time; `names` label results."""
+    CUDA_VISIBLE_DEVICES; or None), each evaluating one job at a time with `depth` - 1 more
+    queued behind it, so that it starts the next while the driver tells the last; `names`
+    label results."""
 
     name = "local"
 
     def __init__(self, evaluator: Evaluator, devices: list[int | None], provenance: Provenance,
-                 names: list[str] | None = None):
+                 names: list[str] | None = None, depth: int = DEVICE_DEPTH):
         self._provenance, self.names = provenance, names or [None] * len(devices)
+        self.depth = depth
         self.devices = list(devices)
         self.timer = getattr(evaluator, "timer", self.timer)
         self._scratch = tempfile.mkdtemp(prefix="autotune-artifacts-")

@@ -1,19 +1,23 @@
 """Ray's builder and device pool: compiles as Ray tasks on the cluster's CPUs (shipping the
 artifact's bytes back, so compile and GPU nodes need not share a disk), and one actor per GPU
-(`num_gpus=1`: Ray pins it to its device) that validates and times. An overdue compile task is
-cancelled (its worker process killed); an overdue or dead actor is replaced."""
+(`num_gpus=1`: Ray pins it to its device) that validates and times, `depth` jobs given to it at
+once (Ray runs an actor's calls in order: the next starts as the last ends, with no round trip
+to the driver between them). An overdue compile task is cancelled (its worker process killed);
+an overdue or dead actor is replaced, and the jobs queued on it go to its successor."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import socket
 import tempfile
+import time
 
 from .base import Candidate, Cause, Evaluator, Job, Provenance, Result
 from .builders import CompileService
 from .compile import Compiler, unpack
-from .sides import Builder, DevicePool, Key
+from .sides import DEVICE_DEPTH, Builder, DevicePool, Key
 
 
 def _compile(service: CompileService, candidate: Candidate, pack: bool):
@@ -90,13 +94,13 @@ class _DeviceActor:
 
 
 class RayDevices(DevicePool):
-    """One actor per GPU of the cluster (`gpus` of them; default all)."""
+    """One actor per GPU of the cluster (`gpus` of them; default all), `depth` jobs each."""
 
     name = "ray"
     needs_files = True
 
     def __init__(self, evaluator: Evaluator, gpus: int | None = None,
-                 start_timeout_s: float = 300.0, runner: str = "ray"):
+                 start_timeout_s: float = 300.0, runner: str = "ray", depth: int = DEVICE_DEPTH):
         import ray
 
         from ..errors import UserError
@@ -106,7 +110,7 @@ class RayDevices(DevicePool):
         n = available if gpus is None else gpus
         if n < 1 or n > available:
             raise UserError(f"the Ray cluster has {available} GPU(s); {n} requested")
-        self.evaluator, self.start_timeout_s = evaluator, start_timeout_s
+        self.evaluator, self.start_timeout_s, self.depth = evaluator, start_timeout_s, depth
         self.timer = getattr(evaluator, "timer", self.timer)
         # The actor's work is on its GPU: it claims no CPU, leaving every CPU to compile tasks.
         self._actor_class = ray.remote(num_gpus=1, num_cpus=0, max_restarts=0)(_DeviceActor)
@@ -121,7 +125,8 @@ class RayDevices(DevicePool):
             self.close()
             raise
         self._runner = runner
-        self._refs: dict = {}  # ObjectRef -> (key, actor index)
+        self._refs: dict = {}  # ObjectRef -> (key, actor index, job), in the order sent
+        self._began: dict[int, float] = {}  # actor index -> when its first job began
         self.restarts = 0
 
     @property
@@ -130,7 +135,7 @@ class RayDevices(DevicePool):
                                        "devices": sorted({n or "logical GPU" for n in self.names}),
                                        "host": socket.gethostname()})
 
-    slots = property(lambda self: len(self._actors))
+    slots = property(lambda self: len(self._actors) * self.depth)
     busy = property(lambda self: len(self._refs))
 
     def _new_actor(self):
@@ -141,20 +146,41 @@ class RayDevices(DevicePool):
             self._ray.kill(actor)
             raise RuntimeError(f"a Ray device actor failed to start: {exc}") from exc
 
+    def _queue(self, i: int) -> list:
+        """Actor `i`'s refs, the running one first."""
+        return [ref for ref, (_, j, _) in self._refs.items() if j == i]
+
     def _replace(self, i: int) -> None:
+        """A fresh actor for `i` (its running job's ref already taken out); the jobs queued on
+        the old one are sent to the new one."""
+        queued = [self._refs.pop(ref) for ref in self._queue(i)]
         self._ray.kill(self._actors[i], no_restart=True)
         self._actors[i], self.names[i] = self._new_actor()
         self.restarts += 1
+        self._began.pop(i, None)
+        for key, _, job in queued:
+            self._send(i, key, job)
+
+    def _send(self, i: int, key: Key, job: Job) -> None:
+        if not self._queue(i):
+            self._began[i] = time.monotonic()
+        self._refs[self._actors[i].evaluate.remote(job)] = (key, i, job)
 
     def start(self, key: Key, job: Job) -> None:
-        taken = {i for _, i in self._refs.values()}
-        i = next(i for i in range(len(self._actors)) if i not in taken)
-        self._refs[self._actors[i].evaluate.remote(job)] = (key, i)
+        load = collections.Counter(i for _, i, _ in self._refs.values())
+        self._send(min(range(len(self._actors)), key=lambda i: load[i]), key, job)
+
+    def started(self, key: Key, sent: float) -> float | None:
+        i = next(i for k, i, _ in self._refs.values() if k == key)
+        return self._began.get(i) if self._refs[self._queue(i)[0]][0] == key else None
 
     def harvest(self):
         out = []
-        for ref in _ready_refs(self._ray, list(self._refs)):
-            key, i = self._refs.pop(ref)
+        ready = set(_ready_refs(self._ray, list(self._refs)))
+        for ref in [r for r in self._refs if r in ready]:  # in the order sent: running first
+            if ref not in self._refs:  # queued on an actor replaced in this pass: sent again
+                continue
+            key, i, _ = self._refs.pop(ref)
             try:
                 result = self._ray.get(ref)
             except self._ray.exceptions.RayActorError as exc:
@@ -165,13 +191,15 @@ class RayDevices(DevicePool):
             else:
                 if result.fatal:
                     self._replace(i)
+            if i in self._began:
+                self._began[i] = time.monotonic()  # the next, if any, began when this ended
             result.device = self.names[i]
             out.append((key, result))
         return out
 
     def kill(self, key: Key) -> None:
-        ref = next(r for r, (k, _) in self._refs.items() if k == key)
-        _, i = self._refs.pop(ref)
+        ref = next(r for r, (k, _, _) in self._refs.items() if k == key)
+        _, i, _ = self._refs.pop(ref)
         self._replace(i)
 
     def wait_handles(self):

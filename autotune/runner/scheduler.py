@@ -1,7 +1,12 @@
 """One scheduler for every runner: a builder (compiles) and a device pool (runs compiled
 candidates) under one owner of the compile memo, the queues, the deadlines on both sides (a
 compile that hangs is killed like a kernel that hangs, and costs its trial), and the retry of a
-compile whose worker died (once: a second death is the candidate's)."""
+compile whose worker died (once: a second death is the candidate's).
+
+How many candidates it takes at once (`slots`) follows what it observes: every compile slot
+while compiles are slow against the devices (a cold compile cache), and only as many as keep
+the devices fed once they are fast (a warm cache): each candidate taken is a running trial that
+the driver reads back from its storage at every step, and TPE's constant liar guesses over."""
 
 from __future__ import annotations
 
@@ -20,6 +25,11 @@ from .sides import Builder, DevicePool, Key
 DEFAULT_COMPILE_TIMEOUT_S = 600.0
 DEFAULT_TIMEOUT_S = 60.0
 _SLICE_S = 0.01  # waits alternate in slices of this when the sides block on different things
+_SMOOTHING = 0.2  # weight of the latest compile or device time in their running means
+
+
+def _mean(mean: float | None, sample: float) -> float:
+    return sample if mean is None else (1 - _SMOOTHING) * mean + _SMOOTHING * sample
 
 
 def _waiter(kind: str) -> Callable[[list, float], None]:
@@ -48,10 +58,15 @@ class Scheduler(Runner):
         self._keys = itertools.count()
         self._candidates: dict[Key, Candidate] = {}
         self._to_compile: collections.deque[Key] = collections.deque()
-        self._compiling: dict[Key, float] = {}  # key -> deadline
         self._joined: dict[tuple, list[Key]] = {}  # memo key being compiled -> keys waiting
         self._ready: collections.deque[tuple[Key, Compiled]] = collections.deque()
-        self._running: dict[Key, tuple[float, Compiled]] = {}  # key -> (deadline, compiled)
+        self._running: dict[Key, tuple[float, Compiled]] = {}  # key -> (when sent, compiled)
+        self._sent: dict[Key, float] = {}  # key being compiled -> when
+        self._began: dict[Key, float] = {}  # key running on a device -> since when
+        self._last_pass = 0.0  # when the pool was last harvested
+        # Running means of a compile's and a device job's wall time, once one was seen.
+        self.compile_s: float | None = None
+        self.device_s: float | None = None
         self._done: list[Result] = []
         self._retried: set[Key] = set()
         self._memo = CompileMemo()
@@ -63,8 +78,17 @@ class Scheduler(Runner):
 
     @property
     def slots(self) -> int:
-        # Keep the builder busy while the devices run: compiles take longer than timing.
-        return self.builder.slots + self.pool.slots
+        return self.pool.slots + self.compile_slots
+
+    @property
+    def compile_slots(self) -> int:
+        """Compiles worth running at once: as many as finish one per device job (Little's law:
+        devices / device time x compile time), plus one; every compile slot until both times
+        were seen, or while device jobs take no time (replays)."""
+        if not self.compile_s or not self.device_s:
+            return self.builder.slots
+        per_s = self.pool.slots / self.pool.depth / self.device_s  # jobs the devices finish
+        return max(1, min(self.builder.slots, math.ceil(per_s * self.compile_s) + 1))
 
     @property
     def in_flight(self) -> int:
@@ -112,17 +136,17 @@ class Scheduler(Runner):
     def _pump(self) -> None:
         while self._to_compile and self.builder.free > 0:
             key = self._to_compile.popleft()
-            self._compiling[key] = time.monotonic() + self.compile_timeout_s
+            self._sent[key] = time.monotonic()
             self.builder.start(key, self._candidates[key], self.pool.needs_files)
         while self._ready and self.pool.free > 0:
             key, compiled = self._ready.popleft()
-            self._running[key] = (time.monotonic() + self.timeout_s, compiled)
+            self._running[key] = (time.monotonic(), compiled)
             job = Job(self._candidates[key], compiled, seed=self._rng.randrange(2**31))
             self.pool.start(key, job)
 
     def _harvest(self) -> None:
         for key, outcome in self.builder.harvest():
-            del self._compiling[key]
+            self.compile_s = _mean(self.compile_s, time.monotonic() - self._sent.pop(key))
             if (isinstance(outcome, Result) and outcome.cause is Cause.CRASH
                     and key not in self._retried):
                 # A compile worker died (a segfault in lowering, or a neighbour's OOM kill):
@@ -131,8 +155,13 @@ class Scheduler(Runner):
                 self._to_compile.append(key)
                 continue
             self._compile_finished(key, outcome)
+        now = time.monotonic()
+        last_pass, self._last_pass = self._last_pass, now
         for key, result in self.pool.harvest():
-            _, compiled = self._running.pop(key)
+            sent, compiled = self._running.pop(key)
+            # A job not seen running began after the last pass (it was queued) or was sent.
+            began = self._began.pop(key, max(sent, last_pass))
+            self.device_s = _mean(self.device_s, now - began)
             result.resources = result.resources or compiled.resources
             result.compile_s = compiled.compile_s
             result.artifact = compiled.artifact_path
@@ -156,25 +185,36 @@ class Scheduler(Runner):
 
     def _expire(self) -> None:
         now = time.monotonic()
-        for key, deadline in list(self._compiling.items()):
-            if now > deadline and self.builder.can_kill:
-                del self._compiling[key]
+        for key, sent in list(self._sent.items()):
+            if now > sent + self.compile_timeout_s and self.builder.can_kill:
+                del self._sent[key]
                 self.builder.kill(key)
                 self._compile_finished(key, Result(
                     None, Cause.TIMEOUT, f"compile did not finish within "
                     f"{self.compile_timeout_s:g} s: its worker was killed"))
-        for key, (deadline, compiled) in list(self._running.items()):
+        for key, deadline in self._device_deadlines().items():
             if now > deadline:
-                del self._running[key]
+                _, compiled = self._running.pop(key)
+                del self._began[key]
                 self.pool.kill(key)
                 self._finish(key, Result(
                     None, Cause.TIMEOUT, f"no result within {self.timeout_s:g} s (hang or "
                     "deadlock): its worker was killed", resources=compiled.resources))
 
     # -- waiting -------------------------------------------------------------------------------
+    def _device_deadlines(self) -> dict[Key, float]:
+        """Deadlines of the jobs running on a device (not of those queued behind them)."""
+        for key, (sent, _) in self._running.items():
+            if key not in self._began:
+                began = self.pool.started(key, sent)
+                if began is not None:
+                    self._began[key] = began
+        return {key: began + self.timeout_s for key, began in self._began.items()}
+
     def _deadlines(self, now: float) -> list[float]:
-        out = [d - now for d in self._compiling.values()] if self.builder.can_kill else []
-        out += [d - now for d, _ in self._running.values()]
+        out = [s + self.compile_timeout_s - now for s in self._sent.values()] \
+            if self.builder.can_kill else []
+        out += [d - now for d in self._device_deadlines().values()]
         out += [t for t in (self.builder.next_event_s(), self.pool.next_event_s())
                 if t is not None]
         return out

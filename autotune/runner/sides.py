@@ -7,12 +7,17 @@ or by the clock, `next_event_s`)."""
 from __future__ import annotations
 
 import abc
+import collections
 from typing import Any, Hashable
 
 from .base import PROTOCOL, Candidate, Job, Provenance
 from .isolation import IsolatedWorker
 
 Key = Hashable
+# Jobs given to one device at once: the one it runs and one queued behind it. With a warm compile
+# cache a GPU job takes about as long as the driver's ask and tell; one queued job keeps the
+# device busy meanwhile (with one, it idled for the driver's part of every trial).
+DEVICE_DEPTH = 2
 
 
 class Side(abc.ABC):
@@ -45,6 +50,11 @@ class Side(abc.ABC):
         """(kind, handles) that become ready when a job may have finished."""
         return "none", []
 
+    def started(self, key: Key, sent: float) -> float | None:
+        """When the job `key`, given to this side at `sent` (time.monotonic()), began to run;
+        None while it waits behind another. Its deadline counts from then."""
+        return sent
+
     def next_event_s(self) -> float | None:
         """Seconds until a job finishes by the clock, for sides with no handles to wait on."""
         return None
@@ -68,6 +78,7 @@ class DevicePool(Side):
 
     needs_files: bool = False  # its devices are on other machines: artifacts travel as bytes
     timer: str = PROTOCOL
+    depth: int = 1  # jobs given to one device at once (slots = devices x depth)
 
     @property
     @abc.abstractmethod
@@ -80,11 +91,16 @@ class DevicePool(Side):
 
 
 class WorkerSide(Side):
-    """A side whose jobs run in isolated worker processes of this machine, one job each:
-    started together, killed and restarted at a deadline, waited on by their connections."""
+    """A side whose jobs run in isolated worker processes of this machine, `depth` jobs each at
+    most (one runs, the others wait in its queue): started together, killed and restarted at a
+    deadline, waited on by their connections."""
+
+    depth = 1
 
     def _start_workers(self, workers: list[IsolatedWorker]) -> None:
-        self.workers, self._keys = workers, {}  # worker index -> its job's key
+        self.workers = workers
+        self._keys: dict[int, collections.deque] = {i: collections.deque()
+                                                    for i in range(len(workers))}
         try:
             for w in workers:
                 w.wait_ready()
@@ -92,38 +108,44 @@ class WorkerSide(Side):
             self.close()
             raise
 
-    slots = property(lambda self: len(self.workers))
-    busy = property(lambda self: len(self._keys))
+    slots = property(lambda self: len(self.workers) * self.depth)
+    busy = property(lambda self: sum(map(len, self._keys.values())))
 
     @property
     def restarts(self) -> int:
         return sum(w.restarts for w in self.workers)
 
     def _submit(self, key: Key, job) -> int:
-        i = next(i for i, w in enumerate(self.workers) if not w.busy)
+        i = min(self._keys, key=lambda i: len(self._keys[i]))  # the least loaded
         self.workers[i].submit(job)
-        self._keys[i] = key
+        self._keys[i].append(key)
         return i
 
     def harvest(self):
         out = []
-        for i in list(self._keys):
-            finished, outcome = self.workers[i].poll()
-            if finished:
-                out.append((self._keys.pop(i), self._label(i, outcome)))
+        for i, keys in self._keys.items():
+            while keys:
+                finished, outcome = self.workers[i].poll()
+                if not finished:
+                    break
+                out.append((keys.popleft(), self._label(i, outcome)))
         return out
 
     def _label(self, i: int, outcome):
         """The outcome of worker `i`'s job as the side reports it."""
         return outcome
 
+    def started(self, key: Key, sent: float) -> float | None:
+        i = next(i for i, keys in self._keys.items() if key in keys)
+        return self.workers[i].started if self._keys[i][0] == key else None
+
     def kill(self, key: Key) -> None:
-        i = next(i for i, k in self._keys.items() if k == key)
-        del self._keys[i]
-        self.workers[i].restart()
+        i = next(i for i, keys in self._keys.items() if keys and keys[0] == key)
+        self._keys[i].popleft()
+        self.workers[i].restart()  # the jobs queued behind it go to the new process
 
     def wait_handles(self):
-        return "conn", [self.workers[i].connection for i in self._keys]
+        return "conn", [self.workers[i].connection for i, keys in self._keys.items() if keys]
 
     def close(self) -> None:
         for w in getattr(self, "workers", []):

@@ -75,6 +75,8 @@ SKINNY_M = 128
 DECODE_SPLIT_BELOW_TILES = 24
 DECODE_FILL_CTAS = 48
 MEDIUM_FILL_CTAS = 48
+# Tile widths a medium problem's 128-row tiles choose from (default_config).
+MEDIUM_BLK_N = (128, 192, 256)
 # Tile widths a large problem's 128-row tiles choose from when they take at most two waves.
 LARGE_BLK_N = (256, 224, 192, 160, 128)
 
@@ -97,6 +99,19 @@ def _one_wave_blk_n(n: int, row_tiles: int, sms: int = H100_SMS) -> int:
     one wave of `sms` CTAs."""
     per_row = max(1, sms // row_tiles)
     return min(256, 16 * -(-n // (16 * per_row)))
+
+
+def _waves(tiles: int, sms: int = H100_SMS) -> int:
+    return -(-tiles // sms)
+
+
+def _staged_width(blk_n: int) -> int:
+    """`blk_n` rounded up to a multiple of 32: the TMA-store epilogue stages a tile in chunks of
+    the widest of 64/32/16 columns that tiles it (kernels/gemm/_sm90_config.epilogue_chunk),
+    and 16-column chunks were slow on the H100 (held-out study, 64-row tiles: 200x3584x4096
+    BLK_N 112 22.0 us, 128 17.5; 256x3072x8192 112 40.6, 96 26.2; 96x2816x2048 48 8.8, 96 8.1;
+    240 2.3x slower than 256 on both)."""
+    return 32 * -(-blk_n // 32)
 
 
 def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
@@ -188,14 +203,18 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           tiles: 5.9 us, 6.9 with K split in two); fewer leave it idle, so K is split until
           >= 40 CTAs stream (64x768x4096, 12 tiles: 9.5 us, 7.0 split four ways).
         - 64 < M <= 128: still skinny: 64-row tiles of one consumer (twice the CTAs of
-          128-row ones), BLK_N the narrowest >= 48 whose tiles fit one wave, the deepest ring,
-          TMA-store epilogue, and the few-tile split below (96x2560x2560: 8.9 us against 11.6
-          swapped with K split in two; 128x6144x4096 20.4 against 20.9 with 128-row tiles;
+          128-row ones), BLK_N the narrowest whose tiles fit one wave, at least 64 and a
+          multiple of 32 (16-column epilogue chunks are slow: _staged_width), the deepest ring,
+          TMA-store epilogue, and the few-tile split below (96x2560x2560 with 48-wide tiles:
+          8.9 us against 11.6 swapped with K split in two; 128x6144x4096 20.4 against 20.9 with 128-row tiles;
           earlier sessions' benchmarks the same at 128x4096 and 128x28672).
-        - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128 or 192, whichever
-          leaves the last wave of 132 SMs fuller (512x6144: 128 tiles of 128x192 in one wave,
-          573 vs 452 TFLOP/s with 192 tiles of 128x128); persistent with grouped raster,
-          TMA-store epilogue, the deepest ring that fits (6 or 4 stages).
+        - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128, 192 or 256,
+          whichever takes the fewest waves x (128 + BLK_N) (a wave's time ~ the rows of A and
+          B its tiles load per K step; the widest on a tie): 512x6144 takes 128 tiles of
+          128x192 in one wave (573 vs 452 TFLOP/s with 192 tiles of 128x128); many-wave shapes
+          take 256 (held-out study: 777x18176x4544 210 us vs 290 with 128, 240 with 192;
+          1024x28672x3584 311 vs 335 with 128); persistent with grouped raster, TMA-store
+          epilogue, the deepest ring that fits (6 or 4 stages).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -232,9 +251,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             return self._narrow_tiles(problem)
         else:
             rows = -(-M // 128)
-            blk_n = max((128, 192), key=lambda n: _last_wave_fill(rows * -(-N // n)))
-            config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64,
-                                    stages=6 if blk_n == 128 else 4)
+            blk_n = min(MEDIUM_BLK_N, key=lambda n: (_waves(rows * -(-N // n)) * (128 + n), -n))
+            config = self._deepest(problem, self._complete(wg_m=64, consumers=2, blk_n=blk_n,
+                                                           blk_k=64))
         if self._grid(problem, config) >= H100_SMS // 2:
             return config
         return self._narrow_tiles(problem)
@@ -258,10 +277,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         return config if blk_n == 256 else self._deepest(problem, config)
 
     def _narrow_tiles(self, problem: Problem) -> Config:
-        """64-row tiles of one consumer, the narrowest BLK_N that fits one wave (>= 48 up to
-        M=128, >= 64 above), K split when even those are too few (see default_config)."""
+        """64-row tiles of one consumer, the narrowest BLK_N that fits one wave, at least 64
+        and a multiple of 32 (_staged_width), K split when even those are too few (see
+        default_config)."""
         rows, N = -(-problem["M"] // 64), problem["N"]
-        blk_n = max(48 if problem["M"] <= SKINNY_M else 64, _one_wave_blk_n(N, rows))
+        blk_n = _staged_width(max(64, _one_wave_blk_n(N, rows)))
         config = self._deepest(problem, self._complete(
             wg_m=64, consumers=1, blk_n=blk_n, blk_k=64, persistent=False))
         tiles = rows * -(-N // blk_n)

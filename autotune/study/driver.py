@@ -120,6 +120,7 @@ class _ProblemDriver:
         storage = study._storage  # optuna wraps an RDB storage in its cached storage
         interval = getattr(storage, "get_heartbeat_interval", lambda: None)()
         self._heartbeat = storage.record_heartbeat if interval else None
+        self._beat_s, self._next_beat = interval or 0, 0.0
         self._grace_s = getattr(getattr(storage, "_backend", storage), "grace_period", None) or 60
         self._next_stale_check = time.monotonic() + self._grace_s
         self.served: dict[tuple, _Served] = {}
@@ -132,6 +133,10 @@ class _ProblemDriver:
         self.outcomes: collections.Counter = collections.Counter()
         self.best_ms = math.inf
         self.duplicates_in_a_row, self.stopped = 0, None
+        # The study's trials as last read, and the trials told since that no longer count: a
+        # read loads every running trial back from the storage, so one serves a whole step.
+        self._snapshot: list[FrozenTrial] | None = None
+        self._told_uncounted: set[int] = set()
         self._load_finished()
         self.bar = None
         if progress:
@@ -154,9 +159,12 @@ class _ProblemDriver:
         return sum(counts(t) and t.state.is_finished()
                    for t in self.study.get_trials(deepcopy=False))
 
-    def _spent(self) -> int:
-        """Trials that count, running or finished, by every driver of the study."""
-        return sum(counts(t) for t in self.study.get_trials(deepcopy=False))
+    def _counting(self) -> list[FrozenTrial]:
+        """Trials that count, running or finished, by every driver of the study: from the
+        step's read (made now if this step has none)."""
+        if self._snapshot is None:
+            self._snapshot, self._told_uncounted = self.study.get_trials(deepcopy=False), set()
+        return [t for t in self._snapshot if counts(t) and t.number not in self._told_uncounted]
 
     def _enqueue_start(self) -> None:
         """The default, then the space's seed configs, once per study (a resumed study has
@@ -180,6 +188,7 @@ class _ProblemDriver:
         outcome = attrs.get("outcome", "")
         self.outcomes[outcome] += 1
         if outcome in UNCOUNTED or "duplicate_of" in attrs:
+            self._told_uncounted.add(trial.number)
             return
         if state == TrialState.COMPLETE:
             self.best_ms = min(self.best_ms, value)
@@ -250,8 +259,7 @@ class _ProblemDriver:
         state, value, attrs = self._result_attrs(result)
         # Drivers sharing the study may ask at once: the trials created first hold the budget,
         # and a config another driver measured first is that one's duplicate.
-        earlier = [t for t in self.study.get_trials(deepcopy=False)
-                   if t._trial_id < trial._trial_id and counts(t)]
+        earlier = [t for t in self._counting() if t._trial_id < trial._trial_id]
         twin = next((t.number for t in earlier if t.params == trial.params), None)
         if twin is not None:
             attrs["duplicate_of"] = twin
@@ -276,7 +284,10 @@ class _ProblemDriver:
 
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
-        spent = self._spent()  # by every driver of the study: they share one budget
+        spent = len(self._counting())  # by every driver of the study: they share one budget
+        if spent >= self.trials:  # as of the step's read: other drivers' trials may have ended
+            self._snapshot = None  # as duplicates since, freeing budget; decide on a fresh read
+            spent = len(self._counting())
         while self.runner.in_flight < self.runner.slots and spent < self.trials \
                 and not self.stopped:
             refused = self.proposals.refused
@@ -285,6 +296,7 @@ class _ProblemDriver:
                 self.outcomes[ILLEGAL] += self.proposals.refused - refused
             if trial is None:
                 break
+            self._snapshot = None  # it misses this trial: the next step reads again
             self.open += 1
             if self._heartbeat:
                 self._heartbeat(trial._trial_id)
@@ -318,13 +330,16 @@ class _ProblemDriver:
                    for t in self.study.get_trials(deepcopy=False))
 
     def _beat(self) -> None:
-        """Heartbeats for this driver's trials; and, once per grace period, fail the trials of
-        drivers that died (their heartbeats stopped), which re-queues them for the living."""
-        if not self._heartbeat:
+        """Heartbeats for this driver's trials, once per heartbeat interval (as optimize()'s
+        heartbeat thread; one a step cost a storage write per trial in flight, every trial);
+        and, once per grace period, fail the trials of drivers that died (their heartbeats
+        stopped), which re-queues them for the living."""
+        now = time.monotonic()
+        if not self._heartbeat or now < self._next_beat:
             return
+        self._next_beat = now + self._beat_s
         for trial in list(self.running.values()) + [t for ts in self.followers.values() for t in ts]:
             self._heartbeat(trial._trial_id)
-        now = time.monotonic()
         if now > self._next_stale_check:
             optuna.storages.fail_stale_trials(self.study)
             self._next_stale_check = now + self._grace_s
@@ -346,6 +361,7 @@ class _ProblemDriver:
                         # end, or until their driver is found dead and they come back queued.
                         time.sleep(min(1.0, self._grace_s / 4))
                         optuna.storages.fail_stale_trials(self.study)
+                        self._snapshot = None
                         continue
                     for result in self.runner.collect(timeout=1.0):
                         self._finish(result)

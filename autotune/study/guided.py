@@ -16,6 +16,7 @@ near neighbours."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import optuna
 from optuna.trial import TrialState
@@ -30,8 +31,12 @@ EXPLORE_EVERY = 4
 class GuidedSampler(optuna.samplers.BaseSampler):
     def __init__(self, space: SearchSpace, problem: Problem, seed: int | None = None,
                  fixed: Config | None = None, pool: int = POOL,
-                 explore_every: int = EXPLORE_EVERY):
+                 explore_every: int = EXPLORE_EVERY,
+                 estimate: Callable[[Config, Problem], float | None] | None = None):
+        """`estimate` ranks candidates in place of the plugin's cost model (e.g. that model
+        calibrated on other shapes' measurements: study/transfer.py)."""
         self.space, self.problem, self.fixed = space, problem, dict(fixed or {})
+        self.estimate = estimate or space.estimate_ms
         self.seed, self.pool_size, self.explore_every = seed, pool, explore_every
         self._pool: list[Config] | None = None
         self._config: tuple[int, Config] | None = None  # (trial number, its config)
@@ -67,7 +72,7 @@ class GuidedSampler(optuna.samplers.BaseSampler):
         return drawn[0] if drawn else self._ranked_pool()[0]
 
     def _estimate(self, config: Config) -> float:
-        estimate = self.space.estimate_ms(config, self.problem)
+        estimate = self.estimate(config, self.problem)
         return 0.0 if estimate is None else estimate  # no model: the order given (stable sort)
 
     def _ranked_pool(self) -> list[Config]:

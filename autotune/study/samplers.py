@@ -14,9 +14,10 @@ _NEEDS = {"gp": ("torch", "scipy"), "cmaes": ("cmaes",)}
 
 
 def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None, *,
-                 space=None, problem=None) -> optuna.samplers.BaseSampler:
+                 space=None, problem=None, estimate=None) -> optuna.samplers.BaseSampler:
     """`fixed` pins parameters to values for every trial (optuna's PartialFixedSampler).
-    `guided` searches one problem of one space: it needs both."""
+    `guided` searches one problem of one space: it needs both; `estimate` replaces its cost
+    model (study/transfer.py)."""
     if name not in SAMPLERS:
         raise UserError(f"unknown sampler {name!r} (choose from {', '.join(SAMPLERS)})")
     missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
@@ -41,7 +42,7 @@ def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None, 
                                 "make_sampler needs space= and problem=")
             from .guided import GuidedSampler
 
-            sampler = GuidedSampler(space, problem, seed, fixed)
+            sampler = GuidedSampler(space, problem, seed, fixed, estimate=estimate)
         else:
             sampler = optuna.samplers.BruteForceSampler(seed=seed)
         if fixed:

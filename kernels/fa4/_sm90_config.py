@@ -16,6 +16,8 @@ from pathlib import Path
 from .problem import AttentionProblem
 
 SMEM_LIMIT = 232448  # bytes of shared memory a block may use on sm_90
+SM_SMEM = 233472  # bytes of shared memory an SM has, of which each resident block reserves 1 KiB
+BLOCK_RESERVED_SMEM = 1024
 REGS_PER_SM = 65536
 WG_THREADS = 128
 WG_ROWS = 64  # query rows per consumer warpgroup: the M of one wgmma
@@ -40,6 +42,10 @@ class AttentionSm90Config:
     # tile j+1 runs while P V of tile j is on the tensor cores
     overlap: bool = True
     consumer_regs: int = 240  # setmaxnreg of the consumers; the producer gets what is left
+    # CTAs resident per SM (the kernel's launch bounds): with 2, one CTA's serial per-tile work
+    # (Q load, first Q K^T, masked diagonal, epilogue) overlaps the other's matrix multiplies;
+    # each CTA then has half the registers and shared memory (one consumer, narrow K/V tiles)
+    ctas_per_sm: int = 1
     # FA4's conditional rescale, in log2 units: the running row max moves (and O is rescaled)
     # only when a new score exceeds it by more than this; 0 moves it whenever it grows. O is
     # rescaled only when some row of the warp moved.
@@ -58,7 +64,8 @@ class AttentionSm90Config:
     def producer_regs(self) -> int:
         """What the consumers leave of the block's registers for the producer warpgroup (a
         multiple of 8, at most 56: the producer only issues TMA)."""
-        left = block_registers(self.consumers) - self.consumers * self.consumer_regs
+        left = (block_registers(self.consumers, self.ctas_per_sm)
+                - self.consumers * self.consumer_regs)
         return min(56, left - left % 8)
 
     @classmethod
@@ -77,30 +84,36 @@ KNOBS = {  # the search space: every value of every knob
     "pingpong": (False, True),
     "overlap": (False, True),
     "consumer_regs": (160, 232, 240, 256),
+    "ctas_per_sm": (1, 2),
     "rescale_threshold": (0.0, 8.0),
     "persistent": (False, True),
     "order": ORDERS,
 }
 
 
-def entry_registers(threads: int) -> int:
-    """Registers each thread starts with: the kernel declares one block per SM in its launch
-    bounds, so ptxas gives every thread the most a block of `threads` can have (allocated in
-    eights, at most 255)."""
-    return min(255, REGS_PER_SM // threads // 8 * 8)
+def entry_registers(threads: int, ctas_per_sm: int = 1) -> int:
+    """Registers each thread starts with: the kernel declares `ctas_per_sm` blocks per SM in
+    its launch bounds, so ptxas gives every thread the most that many blocks of `threads` can
+    have (allocated in eights, at most 255)."""
+    return min(255, REGS_PER_SM // (threads * ctas_per_sm) // 8 * 8)
 
 
-def block_registers(consumers: int) -> int:
+def block_registers(consumers: int, ctas_per_sm: int = 1) -> int:
     """Registers per thread-slot the warpgroups share: setmaxnreg only moves them between
     warpgroups, and a setmaxnreg.inc past what the others gave back waits forever."""
-    return (consumers + 1) * entry_registers((consumers + 1) * WG_THREADS)
+    return (consumers + 1) * entry_registers((consumers + 1) * WG_THREADS, ctas_per_sm)
 
 
-def max_consumer_regs(consumers: int) -> int:
+def max_consumer_regs(consumers: int, ctas_per_sm: int = 1) -> int:
     """The largest setmaxnreg value `consumers` warpgroups can take beside a 24-register
     producer (a multiple of 8, at most 256)."""
-    per = (block_registers(consumers) - 24) // max(consumers, 1)
+    per = (block_registers(consumers, ctas_per_sm) - 24) // max(consumers, 1)
     return min(256, per - per % 8)
+
+
+def smem_limit(ctas_per_sm: int) -> int:
+    """Shared memory one block may use when `ctas_per_sm` blocks share an SM."""
+    return min(SMEM_LIMIT, SM_SMEM // max(ctas_per_sm, 1) - BLOCK_RESERVED_SMEM)
 
 
 def smem_bytes(cfg: AttentionSm90Config, head_dim: int, elem_bytes: int = 2) -> int:
@@ -136,25 +149,32 @@ def violations(cfg: AttentionSm90Config, problem: AttentionProblem) -> list[str]
     if cfg.consumer_regs % 8 or not 24 <= cfg.consumer_regs <= 256:
         out.append(f"consumer_regs={cfg.consumer_regs} must be a multiple of 8 in [24, 256] "
                    "(setmaxnreg)")
-    most = max_consumer_regs(cfg.consumers)
+    if cfg.ctas_per_sm not in (1, 2):
+        out.append(f"ctas_per_sm={cfg.ctas_per_sm} must be 1 or 2: three blocks of two "
+                   "warpgroups leave a consumer fewer registers than one S fragment needs")
+        return out
+    most = max_consumer_regs(cfg.consumers, cfg.ctas_per_sm)
     if cfg.consumers in (1, 2, 3) and not most - 8 <= cfg.consumer_regs <= most:
         out.append(f"consumer_regs={cfg.consumer_regs} must be {most} or {most - 8} for "
-                   f"{cfg.consumers} consumer warpgroups: the most setmaxnreg can give them "
+                   f"{cfg.consumers} consumer warpgroups and {cfg.ctas_per_sm} CTA(s) per SM: the "
+                   "most setmaxnreg can give them "
                    "beside a 24-register producer, or 8 fewer for a roomier producer; less only "
                    "idles registers")
     if cfg.consumers >= 1 and cfg.producer_regs < 24:
         out.append(f"{cfg.consumers} consumer warpgroups x {cfg.consumer_regs} registers leave "
-                   f"the producer {cfg.producer_regs} of the {block_registers(cfg.consumers)} "
+                   f"the producer {cfg.producer_regs} of the "
+                   f"{block_registers(cfg.consumers, cfg.ctas_per_sm)} "
                    "the block's warpgroups share per thread-slot; setmaxnreg needs at least 24")
     need = fragment_regs(cfg, d) + CONSUMER_OVERHEAD_REGS
     if cfg.consumer_regs < need:
         out.append(f"consumer_regs={cfg.consumer_regs} cannot hold S, P and O fragments "
                    f"({fragment_regs(cfg, d)} registers at block_n={cfg.block_n}, "
                    f"head_dim={d}) plus {CONSUMER_OVERHEAD_REGS} for the rest: need {need}")
-    smem = smem_bytes(cfg, d)
-    if smem > SMEM_LIMIT:
+    smem, limit = smem_bytes(cfg, d), smem_limit(cfg.ctas_per_sm)
+    if smem > limit:
         out.append(f"shared memory {smem} B (Q tile + {cfg.stages} stages of K and V tiles of "
-                   f"{cfg.block_n} x {d}) exceeds the {SMEM_LIMIT} B a block may use")
+                   f"{cfg.block_n} x {d}) exceeds the {limit} B a block may use with "
+                   f"{cfg.ctas_per_sm} CTA(s) per SM")
     if cfg.rescale_threshold < 0:
         out.append(f"rescale_threshold={cfg.rescale_threshold} must be >= 0")
     if problem.dtype == "float16" and cfg.rescale_threshold > 15:
@@ -181,7 +201,7 @@ NO_CTA_LIMIT = 2**31 - 1  # max_ctas of a non-persistent launch: one CTA per til
 def launch_scalars(cfg: AttentionSm90Config, num_sms: int) -> tuple[int, int]:
     """The kernel's launch-time parameters (max_ctas, order) for `cfg` on a GPU with `num_sms`
     SMs (kernels/fa4/sm90.py says what they do)."""
-    return (num_sms if cfg.persistent else NO_CTA_LIMIT), ORDER_CODES[cfg.order]
+    return (num_sms * cfg.ctas_per_sm if cfg.persistent else NO_CTA_LIMIT), ORDER_CODES[cfg.order]
 
 
 def template_files() -> list[str]:

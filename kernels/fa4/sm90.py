@@ -25,8 +25,8 @@ descriptors are rank 4) and clips the O store there. O leaves through shared mem
 consumer's own rows of the Q tile, dead after its last Q K^T) and a TMA store.
 
 Kernel parameters after the tensors: `max_ctas` (the grid is min(tiles, max_ctas); each CTA
-walks tiles t, t + grid, ...: a persistent kernel with max_ctas = #SMs, one tile per CTA with a
-larger value) and `order` (0: a head's query tiles back to back, 1: longest-first across heads).
+walks tiles t, t + grid, ...: a persistent kernel with max_ctas = #SMs x ctas_per_sm, one tile
+per CTA with a larger value) and `order` (0: a head's query tiles back to back, 1: longest-first across heads).
 """
 
 from __future__ import annotations
@@ -389,9 +389,9 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         O = T.match_buffer(o, (B, SQ, HQ, D), dtype)
         LSE = T.match_buffer(lse, (B, HQ, SQ), "float32")
         T.device_entry()
-        # one block per SM: ptxas then starts every thread at the block's register cap, the
-        # count setmaxnreg trades from (without it, ptxas ignores setmaxnreg)
-        T.attr({"tirx.launch_bounds_min_blocks_per_sm": 1})
+        # ctas_per_sm blocks per SM: ptxas then starts every thread at that share of the
+        # register file, the count setmaxnreg trades from (without it, ptxas ignores setmaxnreg)
+        T.attr({"tirx.launch_bounds_min_blocks_per_sm": cfg.ctas_per_sm})
         n_mblocks = T.meta_var(T.ceildiv(SQ, BM))
         n_tiles = T.meta_var(n_mblocks * HQ * B)
         n_ctas = T.meta_var(T.min(n_tiles, max_ctas))

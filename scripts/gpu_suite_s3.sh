@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 18, session 3, on one warm GPU machine in three calls back to back
+# (studies/2026-11-23-h100-gemm-s3/README.md has the exact calls):
+#   bash scripts/gpu_suite_s3.sh stage     # carry .bundle/tvm-a: stages TVM's first part
+#   bash scripts/gpu_suite_s3.sh retune    # carry .bundle/tvm-b, .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s3.sh unseen    # the same carry, next
+# retune: a study (TRIALS, 6) of each suite shape and of the four Llama-3-8B (N, K) at M=1 and
+#   M=64, exported under graph-warm into store.json on top of the previous held-out studies'
+#   store; compare on the suite with it (the study's time beside compare's); the decode probe.
+# unseen: the shapes of studies/unseen_gemm_2026-11-23-s3.md: compare with the committed store
+#   (dispatch, default, cuBLAS), a study (TRIALS, 12) of each, its
+#   store, compare with that store (the study's time beside compare's), every trial as CSV.
+# Results: $OUT/<step>.tgz.
+set -e
+SCRATCH=${TMPDIR:-/tmp}
+R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
+DEV="NVIDIA H100 80GB HBM3"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > $R/device.txt
+trials_csv() {  # every trial of every study in storage $1 -> $2
+  python3 -c "
+import sys, optuna, pandas as pd
+from autotune.study import trials_table
+s = sys.argv[1]
+pd.concat([trials_table(optuna.load_study(study_name=n, storage=s)).assign(study=n)
+           for n in optuna.get_all_study_names(s)]).to_csv(sys.argv[2], index=False)" $1 $2
+}
+case $1 in
+stage)
+  mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage
+  exit 0
+  ;;
+retune)
+  source scripts/gpu_env.sh
+  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(' '.join(SUITE))")
+  DECODE="1x6144x4096 1x4096x4096 1x28672x4096 1x4096x14336 64x6144x4096 64x4096x4096 64x28672x4096 64x4096x14336"
+  rm -f $SCRATCH/retune.db && DB=sqlite:///$SCRATCH/retune.db
+  timeout ${STUDY_S:-300} autotune tune gemm_sm90 --shapes $SUITE $DECODE --trials ${TRIALS:-6} \
+    --gpus 0 --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 200 > $R/study.log
+  cp studies/2026-11-23-h100-gemm-heldout/after/heldout_store.json $R/store.json
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/store.json
+  sha256sum $R/store.json | tee $R/store.sha256
+  trials_csv $DB $R/trials.csv
+  timeout 150 autotune compare gemm --store $R/store.json --shapes $SUITE $DECODE --subset "M<=256" \
+    --rounds 3 --out $R/suite 2>&1 | tail -n 40
+  timeout 80 python3 studies/2026-11-23-h100-gemm-s3/probe_decode.py $R \
+    1x4096x4096 16x6144x4096 2>&1 | tail -n 20
+  ;;
+unseen)
+  source scripts/gpu_env.sh
+  STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store (retune)
+  sha256sum $STORE | tee $R/store.sha256
+  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s3.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  IDX=$SCRATCH/unseen-idx
+  python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST --no-stored \
+    --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  timeout 150 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST --subset "M<=256" \
+    --rounds 5 --out $R/before 2>&1 | tail -n 24
+  rm -f $SCRATCH/unseen.db && DB=sqlite:///$SCRATCH/unseen.db
+  timeout ${STUDY_S:-240} autotune tune gemm_sm90 --shapes $LIST --trials ${TRIALS:-12} --gpus 0 \
+    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 100 > $R/study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/unseen_store.json
+  timeout 100 autotune compare gemm --store $R/unseen_store.json --shapes $LIST --subset "M<=256" \
+    --rounds 5 --out $R/after 2>&1 | tail -n 24
+  trials_csv $DB $R/trials.csv
+  ;;
+*) echo "usage: gpu_suite_s3.sh stage|retune|unseen" >&2; exit 2 ;;
+esac
+tar czf $OUT/$1.tgz -C $R .
