@@ -35,10 +35,6 @@ def test_record_is_of_this_template_toolchain_and_problem():
     assert head["problem"] == dataclasses.asdict(K.SWEEP_PROBLEM)
 
 
-# The sweep of the current template (2026-11-23, session 3) was stopped before it covered the
-# legal space's 320 binaries (all recorded ones clean): see the record's README. Strict: it
-# fails once the record is whole.
-@pytest.mark.xfail(strict=True, reason="compile sweep record partial (see its README)")
 def test_record_covers_every_binary_of_the_legal_space():
     _, rows = load_record()
     gaps = sweep.coverage_gaps(rows, K.sweep_configs())
