@@ -11,24 +11,8 @@
 #   (dispatch, default, cuBLAS), a study (TRIALS, 12) of each, its
 #   store, compare with that store (the study's time beside compare's), every trial as CSV.
 # Results: $OUT/<step>.tgz.
-set -e
-SCRATCH=${TMPDIR:-/tmp}
-R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
-DEV="NVIDIA H100 80GB HBM3"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > $R/device.txt
-trials_csv() {  # every trial of every study in storage $1 -> $2
-  python3 -c "
-import sys, optuna, pandas as pd
-from autotune.study import trials_table
-s = sys.argv[1]
-pd.concat([trials_table(optuna.load_study(study_name=n, storage=s)).assign(study=n)
-           for n in optuna.get_all_study_names(s)]).to_csv(sys.argv[2], index=False)" $1 $2
-}
+source scripts/gpu_suite_common.sh "$1"
 case $1 in
-stage)
-  mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage
-  exit 0
-  ;;
 retune)
   source scripts/gpu_env.sh
   SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(' '.join(SUITE))")
@@ -47,21 +31,7 @@ retune)
   ;;
 unseen)
   source scripts/gpu_env.sh
-  STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store (retune)
-  sha256sum $STORE | tee $R/store.sha256
-  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s3.md | grep -E '^ +[0-9]' | tr '\n' ' ')
-  IDX=$SCRATCH/unseen-idx
-  python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST --no-stored \
-    --out $IDX --procs 15 > $R/prebuild.log 2>&1
-  timeout 150 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST --subset "M<=256" \
-    --rounds 5 --out $R/before 2>&1 | tail -n 24
-  rm -f $SCRATCH/unseen.db && DB=sqlite:///$SCRATCH/unseen.db
-  timeout ${STUDY_S:-240} autotune tune gemm_sm90 --shapes $LIST --trials ${TRIALS:-12} --gpus 0 \
-    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 100 > $R/study.log
-  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/unseen_store.json
-  timeout 100 autotune compare gemm --store $R/unseen_store.json --shapes $LIST --subset "M<=256" \
-    --rounds 5 --out $R/after 2>&1 | tail -n 24
-  trials_csv $DB $R/trials.csv
+  unseen studies/unseen_gemm_2026-11-23-s3.md ${TRIALS:-12} ${STUDY_S:-240}
   ;;
 *) echo "usage: gpu_suite_s3.sh stage|retune|unseen" >&2; exit 2 ;;
 esac

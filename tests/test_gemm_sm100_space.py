@@ -79,7 +79,9 @@ ILLEGAL = [
     (dict(blk_n=256, cta_group=2), "MMA N"),  # N = 512 > 256
     (dict(blk_n=32, cta_group=1, epi_n=32, epi_stages=1), None),  # legal control: N=32, M=128
     (dict(stages=8), "shared memory"),
-    (dict(epi_n=128, epi_ld=64, epi_stages=1, stages=3), "needs consumers=1"),  # spilled
+    (dict(epi_n=128, epi_ld=64, epi_stages=1, stages=3), "two consumers spills"),
+    (dict(epi_n=128, epi_ld=32, epi_stages=1, stages=3), "use epi_ld=16 or consumers=1"),
+    (dict(epi_n=128, epi_ld=16, epi_stages=1, stages=3), None),  # legal control: clean
     (dict(epi_n=128, epi_ld=64, epi_stages=1, stages=3, consumers=1), None),  # legal control
     (dict(epi_n=128, epi_stages=2, stages=4), "shared memory"),
     (dict(blk_n=64, cta_group=1, epi_n=128), "epi_n=128 must divide"),
@@ -110,7 +112,7 @@ def test_shape_dependent_rules():
     n_odd = SPACE.parse_problem("4096x4104x4096")
     assert any("K % 64" in r for r in SPACE.violations(legal(blk_k=128, stages=2), k_odd))
     assert SPACE.violations(legal(blk_k=128, stages=2), P4096) == []
-    wide = legal(epi_n=128, epi_ld=32, epi_stages=1, stages=3)
+    wide = legal(epi_n=128, epi_ld=16, epi_stages=1, stages=3)
     # D is stored in explicit 64-column boxes: a 128-column chunk needs no N % 64
     assert SPACE.violations(wide, n_odd) == [] and SPACE.violations(wide, P4096) == []
 

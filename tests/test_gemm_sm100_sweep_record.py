@@ -46,14 +46,6 @@ def test_record_covers_every_compile_class():
     assert len(rows) == len(recorded)  # one row per class
 
 
-# Known defect. ptxas now honours setmaxnreg (launch bounds of one block per SM; before, C7508,
-# it ignored it and 28 classes spilled at a 64- or 168-register cap). The 2026-11-23 re-sweep
-# (template 4dee0f52580e972f): the 865 one-consumer classes are clean at 255 registers; 13 of the
-# 347 two-consumer classes spill 80-124 B at their 168-register start, all with epi_n=128 and
-# epi_ld=32 (epi_ld=64 there is refused; epi_ld=16 is clean). Next: refuse epi_n=128 with two
-# consumers unless epi_ld=16, or give the epilogue's chunk fewer live registers, and re-sweep.
-# Strict: the test fails as soon as every class is clean.
-@pytest.mark.xfail(strict=True, reason="13 two-consumer epi_n=128 classes spill at 168 registers")
 def test_every_class_compiled_without_spills():
     _, rows = load_record()
     bad = [r for r in rows if not r["ok"] or r["spill_bytes"] or r["stack_bytes"]]

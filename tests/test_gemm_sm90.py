@@ -43,17 +43,6 @@ def test_default_is_legal_for_every_shape_class(shape):
     assert SPACE.violations(SPACE.default_config(problem), problem) == []
 
 
-@pytest.mark.parametrize("text, words", [
-    ("4096x4097x4096", "N=4097 is not a multiple of 8"),
-    ("4096x4096x100", "K=100 is not a multiple of 8"),
-    ("0x4096x4096", "must be positive"),
-    ("4096x4096", "not of the form MxNxK"),
-])
-def test_unsupported_shapes_are_refused_with_the_reason(text, words):
-    with pytest.raises(ValueError, match=words):
-        SPACE.parse_problem(text)
-
-
 def test_unsupported_dtype_is_refused():
     with pytest.raises(ValueError, match="float32"):
         SPACE.parse_problem("128x128x128", dtype="float32")

@@ -60,11 +60,18 @@ class ParamSpec:
     expr: tuple | None = None
 
 
+# A buffer parameter named with this prefix is the kernel's own scratch memory: the launcher
+# allocates it zero-filled once per loaded kernel and passes it itself (a cross-CTA workspace
+# whose flags the kernel leaves zero again; the caller never sees it).
+SCRATCH_PREFIX = "scratch_"
+
+
 @dataclasses.dataclass(frozen=True)
 class ArgSpec:
     """What the caller passes, in the PrimFunc's order: a device buffer, or (kind "scalar",
     shape ()) a number passed by value at launch. A buffer dimension is an int, or the name of
-    the size variable the caller's tensor sets at launch (equal names, equal sizes)."""
+    the size variable the caller's tensor sets at launch (equal names, equal sizes). Kind
+    "scratch" (SCRATCH_PREFIX): a constant-shape buffer the launcher supplies, not the caller."""
 
     name: str
     shape: tuple[int | str, ...]

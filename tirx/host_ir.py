@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 
-from .artifact import ArgSpec, LaunchSpec, ParamSpec, TensorMapSpec
+from .artifact import SCRATCH_PREFIX, ArgSpec, LaunchSpec, ParamSpec, TensorMapSpec
 from .errors import CompileError
 
 # CUtensorMapDataType by TVM dtype (cuda.h enum values).
@@ -154,7 +154,10 @@ def _arg_specs(prim_func) -> tuple[ArgSpec, ...]:
                                                f"parameters must be one of {SCALAR_DTYPES}")
             out.append(ArgSpec(p.name, (), str(ty), kind="scalar"))
             continue
-        out.append(ArgSpec(p.name, tuple(_dim(s, p.name) for s in ty.shape), str(ty.dtype)))
+        kind = "scratch" if p.name.startswith(SCRATCH_PREFIX) else "buffer"
+        out.append(ArgSpec(p.name, tuple(_dim(s, p.name) for s in ty.shape), str(ty.dtype), kind))
+        if kind == "scratch" and not all(isinstance(d, int) for d in out[-1].shape):
+            raise CompileError("lowering", f"scratch buffer {p.name} must have a constant shape")
     return tuple(out)
 
 

@@ -70,15 +70,21 @@ def _stream_handle(stream, args) -> int:
     return stream if isinstance(stream, int) else stream.cuda_stream
 
 
+def _caller_args(spec) -> list:
+    """The arguments the caller passes: all but the kernel's scratch buffers."""
+    return [a for a in spec.args if a.kind != "scratch"]
+
+
 def check_args(spec, args) -> None:
     """Refuse arguments that do not fit the launch description, naming the one that does not:
     count, scalar types and ranges, tensor shape (runtime sizes equal wherever their name
     repeats), dtype and contiguity."""
-    if len(args) != len(spec.args):
-        raise LaunchError(f"{spec.symbol} takes {len(spec.args)} arguments "
-                          f"({', '.join(a.name for a in spec.args)}), got {len(args)}")
+    wanted = _caller_args(spec)
+    if len(args) != len(wanted):
+        raise LaunchError(f"{spec.symbol} takes {len(wanted)} arguments "
+                          f"({', '.join(a.name for a in wanted)}), got {len(args)}")
     sizes: dict[str, int] = {}  # runtime size variables, as the first tensor sets them
-    for a, want in zip(args, spec.args):
+    for a, want in zip(args, wanted):
         if want.kind == "scalar":
             _check_scalar(spec.symbol, want, a)
             continue
@@ -98,7 +104,7 @@ def check_args(spec, args) -> None:
             raise LaunchError(f"{spec.symbol}: {want.name} must be a contiguous {want.dtype} "
                               f"tensor of shape {want.shape}{bound}, got {dtype} {shape}"
                               f"{'' if a.is_contiguous() else ' (non-contiguous)'}")
-    for a, want in zip(args, spec.args):  # a size passed twice: as a scalar and as a dim
+    for a, want in zip(args, wanted):  # a size passed twice: as a scalar and as a dim
         if want.kind == "scalar" and sizes.get(want.name, a) != a:
             raise LaunchError(f"{spec.symbol}: {want.name}={a}, but the tensors have "
                               f"{want.name}={sizes[want.name]}")
@@ -112,7 +118,9 @@ class Kernel:
     runtime sizes, which are read off the tensor); for a scalar parameter, an
     integer passed by value (type and range are checked). stream: None (torch's current
     stream when given tensors, else the default stream), a CUstream handle as int, or any
-    object with `.cuda_stream` (torch.cuda.Stream)."""
+    object with `.cuda_stream` (torch.cuda.Stream). Scratch buffers (ArgSpec kind "scratch")
+    are allocated zero-filled here, once, and passed by the kernel object itself: one launch
+    of a kernel object at a time (launches on one stream, or replays of one graph)."""
 
     def __init__(self, artifact: Artifact, device: int = 0):
         self.artifact = artifact
@@ -131,6 +139,8 @@ class Kernel:
                 self._func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                 1), "allowing a non-portable cluster size")
         self._config = self._launch_config()
+        self._scratch = {i: self._zeroed(a) for i, a in enumerate(spec.args)
+                         if a.kind == "scratch"}
         self._maps: dict[tuple[int, ...], list] = {}
         n = len(spec.params)
         self._values = (ctypes.c_uint64 * max(n, 1))()  # pointer parameters live here
@@ -151,6 +161,23 @@ class Kernel:
             runtime += [*m.global_dims, *m.global_strides]
         # the runtime sizes everything depends on: the key of the descriptor cache
         self._sizes = sorted(set().union(*(leaves(e) for e in runtime)))
+
+    @staticmethod
+    def _zeroed(arg) -> int:
+        size = _DTYPE_SIZE[arg.dtype]
+        for d in arg.shape:
+            size *= d
+        ptr = _check(cu.cuMemAlloc(size), f"allocating scratch buffer {arg.name}")
+        _check(cu.cuMemsetD8(ptr, 0, size), f"zeroing scratch buffer {arg.name}")
+        return int(ptr)
+
+    def _with_scratch(self, args) -> tuple:
+        """The caller's arguments with the scratch buffers' pointers in their places."""
+        if not self._scratch:
+            return args
+        rest = iter(args)
+        return tuple(self._scratch[i] if i in self._scratch else next(rest)
+                     for i in range(len(self.spec.args)))
 
     def _launch_config(self):
         spec, cfg = self.spec, cu.CUlaunchConfig()
@@ -196,6 +223,7 @@ class Kernel:
     def __call__(self, *args, stream=None, check: bool = True) -> None:
         if check:
             self.check_args(args)
+        args = self._with_scratch(args)
         ptrs = [_pointer(a) for a in args]
         sizes = tuple(evaluate(s, args) for s in self._sizes)
         if sizes:
@@ -217,7 +245,9 @@ class Kernel:
         _check(cu.cuLaunchKernelEx(self._config, self._func, ctypes.addressof(self._param_ptrs), 0),
                f"launching {self.spec.symbol}")
 
-    def __del__(self, _unload=cu.cuModuleUnload):  # bound now: at exit the module is torn down
-        module = getattr(self, "_module", None)
+    def __del__(self, _unload=cu.cuModuleUnload, _free=cu.cuMemFree):  # bound now: at exit
+        module = getattr(self, "_module", None)  # the driver module is torn down
         if module is not None:
             _unload(module)
+        for ptr in getattr(self, "_scratch", {}).values():
+            _free(ptr)

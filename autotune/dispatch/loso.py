@@ -57,16 +57,18 @@ def trial_config(row: dict) -> dict:
     return out
 
 
-def trial_times(path: Path) -> dict[str, dict[str, tuple[float, dict]]]:
+def trial_times(path: Path, added_knobs: dict | None = None
+                ) -> dict[str, dict[str, tuple[float, dict]]]:
     """problem key -> {config_id: (fastest ms, config)} of the completed trials in an exported
-    trials.csv (its `study` column: '<space>/<problem key>')."""
+    trials.csv (its `study` column: '<space>/<problem key>'); a knob of `added_knobs` that a
+    row lacks (the space gained it after the study) takes the value every earlier config had."""
     out: dict[str, dict[str, tuple[float, dict]]] = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             if row.get("state") != "COMPLETE" or not row.get("value"):
                 continue
             times = out.setdefault(row["study"].split("/", 1)[1], {})
-            config, ms = trial_config(row), float(row["value"])
+            config, ms = {**(added_knobs or {}), **trial_config(row)}, float(row["value"])
             cid = config_id(config)
             if cid not in times or ms < times[cid][0]:
                 times[cid] = (ms, config)
@@ -83,7 +85,7 @@ def records(stores: list[ConfigStore], trials: list[Path], space: SearchSpace) -
                         " leave-one-out must compare one protocol's times")
     entries = {k: e for s in stores for k, e in s.entries.items()}
     for path in trials:
-        for key, trials_of in trial_times(path).items():
+        for key, trials_of in trial_times(path, space.added_knobs).items():
             times = {cid: ms for cid, (ms, _) in trials_of.items()}
             e = entries.get(key)
             if e is not None:

@@ -46,6 +46,9 @@ class SearchSpace(abc.ABC):
     # launch, e.g. attention's batch and sequence lengths): problems that differ only in them
     # share one binary. Store entries and bucket rules still key on the whole problem.
     runtime_fields: ClassVar[tuple[str, ...]] = ()
+    # Knobs added after trials or recordings were made, each with the value every earlier
+    # config had: readers of old trials.csv files and recordings fill it in where a row lacks it.
+    added_knobs: ClassVar[Mapping[str, Any]] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -15,8 +15,8 @@ Legality rules (kernels.gemm.sm100.config_violations; each broken rule is named)
 - tcgen05.mma kind::f16: N = blk_n*cta_group a multiple of 16 in [16, 256] (M=128) or
   [32, 256] (M=256, cta_group 2);
 - epilogue: epi_n in {16,32,64,128} dividing MMA N, epi_stages dividing the chunk count;
-  tcgen05.ld width epi_ld in {16,32,64} <= epi_n (128-column loads spilled), and 64-column
-  loads of 128-column chunks with one consumer only (two spill at their 168-register start);
+  tcgen05.ld width epi_ld in {16,32,64} <= epi_n (128-column loads spilled), and 128-column
+  chunks with two consumers only through 16-column loads (wider spill at the 168-register start);
 - TMA slabs: blk_k=128 needs K % 64 == 0 (B's 3-D tensor map);
 - multicast only with cta_group 1, on halves of blk_n that are multiples of 8.
 

@@ -18,8 +18,11 @@ Legality rules (checked before anything compiles; `violations` names each broken
   2 x split_k); at most 96 accumulators per thread (160 for one consumer at split 2; 64 at
   split 8, 32 for two consumers of wg_m=128: measured spills); the f32 partials (consumers x
   accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
+- stream-K (one persistent CTA per SM; the last waves' K tiles shared out equally, partials
+  added by the CTA holding a tile's first K tile): it needs persistent=True, cluster='1x1' (the
+  CTAs of a multicast pair would work on different tiles) and split_k=1 (one K split at a time).
 
-Not in the space: stream-K, fp8, and a ping-pong consumer schedule. Ping-pong was tried,
+Not in the space: fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
 studies/2026-11-22-h100-gemm-sm90/README.md.
 """
@@ -68,6 +71,7 @@ KNOBS: dict[str, tuple] = {
     "swap_ab": (False, True),
     "split_k": (1, 2, 4, 8),
     "l2_evict": ("first", "normal"),
+    "stream_k": (False, True),
 }
 SKINNY_M = 128
 # Decode tiles (N/64 swapped CTAs) under which split-K pays, and the CTAs it then aims for; the
@@ -124,6 +128,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     arch = "sm_90a"
     op = GEMM
     default_shapes = SUITE
+    # stream_k came after the session-3/4 studies and recordings: all of them ran without it.
+    added_knobs = {"stream_k": False}
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -160,6 +166,14 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             out.append("swap_ab writes D^T through registers: it needs epilogue='reg'")
         if cfg.split_k > 1:
             out += self._split_k_violations(cfg, problem)
+        if cfg.stream_k:
+            if not cfg.persistent:
+                out.append("stream_k shares K tiles between persistent CTAs: it needs "
+                           "persistent=True")
+            if cfg.multicast_size > 1:
+                out.append("stream_k gives each CTA its own tiles: it needs cluster='1x1'")
+            if cfg.split_k > 1:
+                out.append("stream_k already splits K: it needs split_k=1")
         return out
 
     @staticmethod
@@ -227,6 +241,12 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           (4096^3: 744 vs 721 TFLOP/s with 3 stages). When 256-wide tiles take at most two
           waves, the width of 256..128 with the fewest waves x BLK_N (4096x640x2048: 128
           tiles of 128x160 in one wave, 17.8 us against 24.1 with 96 of 128x256).
+        - never stream-K (the knob): a rule that took it where the wave model promised >= 10%
+          (idle last waves, >= 32 K tiles) was 1.2-2.5x slower than the tiled configs on all 9
+          shapes it served on the H100 (600x5120x13824 0.336 ms vs 0.135, 512x4096x4096 0.050 vs
+          0.027; studies/2026-11-23-h100-gemm-s4/): CTAs that share a tile's K run at scattered
+          K offsets, so the operand tiles they would share through L2 arrive at different times,
+          evict-first, and come from HBM again.
         - operand loads evict-first in L2: streamed tiles leave alone the lines a model's other
           ops keep there (its activations) or left dirty. In the block, large shapes gain too,
           in 10 of 12 comparisons on four H100s (2048x4096x4096 +3, +10, +9%; 4096^3 -2, -1,
@@ -376,7 +396,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     def _complete(**overrides) -> Config:
         base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
                     persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False,
-                    split_k=1, l2_evict="first")
+                    split_k=1, l2_evict="first", stream_k=False)
         base.update(overrides)
         return base
 

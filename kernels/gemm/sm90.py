@@ -11,8 +11,10 @@ register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T, 
 skinny M), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
 tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
 barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
-through distributed shared memory (no workspace, no second kernel). `l2_evict="first"` marks
-the operand loads evict-first in L2.
+through distributed shared memory (no workspace, no second kernel). Stream-K: one persistent
+CTA per SM shares out the last waves' K tiles equally; partials meet in the kernel's scratch
+buffers in global memory (`scratch_*` parameters, supplied by the launcher). `l2_evict="first"`
+marks the operand loads evict-first in L2.
 
 Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register epilogue guards
 every store, the TMA store clips at the tensor edge.
@@ -38,6 +40,7 @@ from ._sm90_config import (  # noqa: F401  (re-exported: the template's public s
     epilogue_chunk,
     geometry,
     smem_bytes,
+    stream_k_split,
 )
 from ._sm90_wgmma import (
     ATOM_ROWS_BYTES,
@@ -90,7 +93,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     g = geometry(M, N, K, cfg, num_sms)
     C, WG_M, BLK_M, BLK_N, BLK_K = cfg.consumers, cfg.wg_m, cfg.blk_m, cfg.blk_n, cfg.blk_k
     STAGES, CS, MC, SK = cfg.stages, cfg.cluster_size, cfg.multicast_size, cfg.split_k
-    SWAP, EPI_TMA = cfg.swap_ab, cfg.epilogue == "tma"
+    SWAP, EPI_TMA, STREAM_K = cfg.swap_ab, cfg.epilogue == "tma", cfg.stream_k
     assert not (SWAP and EPI_TMA), "swap_ab writes D^T through registers"
     M_ATOMS = WG_M // WGMMA_M
     ACC = accumulator_regs(cfg)
@@ -106,6 +109,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     SLICE = ACC // SK  # accumulators each split-K rank reduces and stores
     assert SK == 1 or (not cfg.persistent and not EPI_TMA and MC == 1 and SLICE % 2 == 0
                        and KT >= SK), "split-K: one tile per cluster, register epilogue"
+    assert not STREAM_K or (cfg.persistent and CS == 1), "stream-K: persistent, no cluster"
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
@@ -241,8 +245,15 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                                   Ds[buf, :, :], dispatch="tma_explicit")
                     T.evaluate(T.ptx.cp.async_.bulk.commit_group())
 
-    @T.prim_func
-    def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype), D: T.Buffer((M, N), dtype)):
+    if STREAM_K:
+        WHOLE_TILES, SHARED_ITERS = stream_k_split(g)
+        TILE_LIMIT = WHOLE_TILES  # the persistent loop runs the whole tiles, then the shares
+    else:
+        TILE_LIMIT = TOTAL
+
+    @T.inline
+    def body(A, B, D, P, F):
+        """The kernel; P (partials) and F (flags) are stream-K's scratch buffers, else None."""
         T.device_entry()
         bx = T.cta_id([g.grid])
         if CS > 1:
@@ -277,6 +288,14 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         # split-K: rank r of the cluster takes K tiles [r*KT/SK, (r+1)*KT/SK)
         k_first = T.meta_var(rank * KT // SK if SK > 1 else 0)
         k_count = T.meta_var((rank + 1) * KT // SK - rank * KT // SK if SK > 1 else KT)
+        # stream-K: this CTA's share [share_begin, share_end) of the shared K tiles
+        share_begin = T.meta_var(bx * SHARED_ITERS // NCL if STREAM_K else 0)
+        share_end = T.meta_var((bx + 1) * SHARED_ITERS // NCL if STREAM_K else 0)
+        # its last piece, when that ends inside a tile, is parked for the tile's finisher; it
+        # runs first: it starts at K = 0 (or inside one tile), so the CTAs walk K nearly in step
+        # and share the operand slabs through L2, and the partials are ready early
+        park_begin = T.meta_var(
+            T.max(share_begin, (share_end - 1) // KT * KT) if STREAM_K else 0)
 
         if wg_id == 0:
             # ---------------- producer ----------------
@@ -284,12 +303,14 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             if warp == 0:
                 if T.cuda.elect_sync():
                     ps = PipelineState(STAGES, 1)
-                    tile: T.int32 = cluster_id
-                    while tile < TOTAL:
+
+                    @T.inline
+                    def produce(tile, k_first, k_count):
                         r0 = T.meta_var(cta_tile(tile, rank)[0])
                         c0 = T.meta_var(cta_tile(tile, rank)[1])
                         for kt in T.serial(k_count):
-                            k0 = T.meta_var((k_first + kt) * BLK_K if SK > 1 else kt * BLK_K)
+                            k0 = T.meta_var((k_first + kt) * BLK_K if SK > 1 or STREAM_K
+                                            else kt * BLK_K)
                             empty.wait(ps.stage, ps.phase)
                             full.arrive(ps.stage, STAGE_BYTES)
                             bar = T.meta_var(full.ptr_to([ps.stage]))
@@ -298,7 +319,21 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                             else:
                                 load_stage(Xs, Ys, A, B, ps.stage, r0, c0, k0, rank, bar)
                             ps.advance()
+
+                    tile: T.int32 = cluster_id
+                    while tile < TILE_LIMIT:
+                        produce(tile, k_first, k_count)
                         tile = tile + NCL
+                    if STREAM_K:
+                        if share_end % KT > 0:
+                            produce(WHOLE_TILES + park_begin // KT, park_begin % KT,
+                                    share_end - park_begin)
+                        it: T.int32 = share_begin
+                        while it < T.Select(share_end % KT > 0, park_begin, share_end):
+                            kf: T.int32 = it % KT
+                            kc: T.int32 = T.min(KT - kf, share_end - it)
+                            produce(WHOLE_TILES + it // KT, kf, kc)
+                            it = it + kc
             if SK > 1:
                 cluster_sync()  # the consumers' partials are parked
         else:
@@ -317,10 +352,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 SWIZZLE_128B)
             cs = PipelineState(STAGES, 0)
             prev: T.int32 = 0
-            tile: T.int32 = cluster_id
-            while tile < TOTAL:
-                r0 = T.meta_var(cta_tile(tile, rank)[0])
-                c0 = T.meta_var(cta_tile(tile, rank)[1])
+
+            @T.inline
+            def consume(k_count):
+                """The K tiles of one tile (or share of one) into acc."""
                 for kt in T.serial(k_count):
                     full.wait(cs.stage, cs.phase)
                     fence_acc(acc)
@@ -349,7 +384,11 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     if MC > 1:
                         if warp == 1:
                             empty.arrive(prev, remote=rank ^ 1)
-                # ---------------- epilogue ----------------
+
+            @T.inline
+            def epilogue(tile):
+                r0 = T.meta_var(cta_tile(tile, rank)[0])
+                c0 = T.meta_var(cta_tile(tile, rank)[1])
                 if SK > 1:
                     if C > 1:  # every consumer is past its last wgmma: the ring is idle
                         T.ptx.bar.sync(REDUCE_BARRIER, C * 128)
@@ -361,7 +400,50 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     store_chunks(D, Ds, acc, consumer, r0 + consumer * WG_M, c0, warp, lane)
                 else:
                     store_reg(D, acc, r0 + consumer * WG_M, c0, warp, lane)
+
+            tile: T.int32 = cluster_id
+            while tile < TILE_LIMIT:
+                consume(k_count)
+                # ---------------- epilogue ----------------
+                epilogue(tile)
                 tile = tile + NCL
+            if STREAM_K:
+                tid = T.meta_var(warp * 32 + lane)
+                leader = T.meta_var((warp == 0) & (lane == 0))
+                flag = T.meta_var(bx * C + consumer)
+                if share_end % KT > 0:
+                    # the parked piece: a tile's head or middle, for the CTA that finishes it
+                    consume(share_end - park_begin)
+                    for i in T.unroll(ACC):
+                        T.buffer_store(P, acc[i], [bx, consumer, i, tid])
+                    T.evaluate(T.ptx.fence.acq_rel.gpu())
+                    T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
+                    if leader:
+                        T.evaluate(T.ptx.st.release.gpu.global_.b32(F.ptr_to([flag]),
+                                                                   T.int32(1)))
+                # the other pieces end at a tile's last K tile: add the partials of the earlier
+                # CTAs that hold the tile's first K tiles (parked first thing), store the tile
+                it: T.int32 = share_begin
+                while it < T.Select(share_end % KT > 0, park_begin, share_end):
+                    kf: T.int32 = it % KT
+                    kc: T.int32 = T.min(KT - kf, share_end - it)
+                    consume(kc)
+                    tile_begin = T.meta_var(it // KT * KT)
+                    peer: T.int32 = bx - 1
+                    while (kf > 0) & (peer >= 0) & ((peer + 1) * SHARED_ITERS // NCL > tile_begin):
+                        if leader:
+                            seen = T.alloc_local((1,), "int32")
+                            seen[0] = 0
+                            while seen[0] == 0:
+                                T.evaluate(T.ptx.ld.acquire.gpu.global_.b32(
+                                    seen[0], F.ptr_to([peer * C + consumer])))
+                            F[peer * C + consumer] = 0  # ready for the next launch
+                        T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
+                        for i in T.unroll(ACC):
+                            T.buffer_store(acc, acc[i] + P[peer, consumer, i, tid], [i])
+                        peer = peer - 1
+                    epilogue(WHOLE_TILES + it // KT)
+                    it = it + kc
             if EPI_TMA:
                 if (warp == 0) & (lane == 0):
                     T.ptx.cp.async_.bulk.wait_group(0)
@@ -369,5 +451,18 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         # read its partials.
         if CS > 1:
             cluster_sync()
+
+    if STREAM_K:
+        @T.prim_func
+        def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype),
+                 D: T.Buffer((M, N), dtype),
+                 scratch_partials: T.Buffer((NCL, C, ACC, 128), "float32"),
+                 scratch_flags: T.Buffer((NCL * C,), "int32")):
+            body(A, B, D, scratch_partials, scratch_flags)
+    else:
+        @T.prim_func
+        def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype),
+                 D: T.Buffer((M, N), dtype)):
+            body(A, B, D, None, None)
 
     return gemm

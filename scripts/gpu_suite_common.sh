@@ -1,0 +1,38 @@
+# Sourced by scripts/gpu_suite_s3.sh and gpu_suite_s4.sh with the step name as $1: a results
+# folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
+# and trials_csv.
+set -e
+SCRATCH=${TMPDIR:-/tmp}
+R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > $R/device.txt
+trials_csv() {  # every trial of every study in storage $1 -> $2
+  python3 -c "
+import sys, optuna, pandas as pd
+from autotune.study import trials_table
+s = sys.argv[1]
+pd.concat([trials_table(optuna.load_study(study_name=n, storage=s)).assign(study=n)
+           for n in optuna.get_all_study_names(s)]).to_csv(sys.argv[2], index=False)" $1 $2
+}
+if [ "$1" = stage ]; then
+  mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage
+  exit 0
+fi
+unseen() {  # $1: a list of unseen shapes (studies/unseen_gemm_*.md), $2 trials, $3 study seconds:
+  # compare with the committed store (dispatch, default, cuBLAS), a study of each shape, its
+  # store, compare with that store (the study's time beside compare's), every trial as CSV
+  local STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+  sha256sum $STORE | tee -a $R/store.sha256
+  LIST=$(sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' ')
+  local IDX=$SCRATCH/unseen-idx DB=sqlite:///$SCRATCH/unseen.db
+  python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST --no-stored \
+    --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  timeout 150 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST --subset "M<=256" \
+    --rounds 5 --out $R/before 2>&1 | tail -n 24
+  rm -f $SCRATCH/unseen.db
+  timeout $3 autotune tune gemm_sm90 --shapes $LIST --trials $2 --gpus 0 \
+    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 100 > $R/study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/unseen_store.json
+  timeout 100 autotune compare gemm --store $R/unseen_store.json --shapes $LIST --subset "M<=256" \
+    --rounds 5 --out $R/after 2>&1 | tail -n 24
+  trials_csv $DB $R/trials.csv
+}
