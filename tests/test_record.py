@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import pandas as pd
+
 from autotune.record.bundle import (HEADER, compile_bundle, pack, plan, read_jobs, write_header)
-from autotune.record.ingest import fastest_configs, ingest
+from autotune.record.dataset import Recording, choices_by_text, row_config
+from autotune.record.ingest import fastest_configs, ingest, merge
 from autotune.record.measure import META, RESULTS, VENDOR, done_so_far
 from autotune.runner import RecordedTable, replay
 from autotune.runner.base import Candidate, Compiled
@@ -197,3 +200,94 @@ def test_ingest_keeps_median_spread_and_causes_and_replays_within_the_spread(tmp
     first = draws(0)
     assert all(lo <= t <= hi for t in first) and len(set(first)) > 1
     assert draws(0) == first and draws(1) != first
+
+
+def test_a_plan_to_add_to_a_recording_has_no_start_and_keeps_retimed_sources():
+    best = {**GEMM.default_config(GEMM_PROBLEM), "stages": 3}
+    again = [("uniform", {**best, "group": 16}), ("seed", best)]
+    jobs, info = plan(GEMM, GEMM_PROBLEM, 0, centres=[best], start=False, retime=again)
+    assert jobs[:2] == again  # measured again first, as recorded
+    assert {s for s, _ in jobs[2:]} == {"neighbourhood-1"}
+    # the centre and its neighbours, each once: the two measured again keep their first source
+    assert [c for _, c in jobs[2:]] == [c for c in neighbours(GEMM, GEMM_PROBLEM, best)
+                                        if c != again[0][1]]
+    assert "default" not in {s for s, _ in jobs}
+    assert info["plan"]["start"] is False and info["plan"]["retimed"] == 2
+
+
+def measured_recording(tmp_path, name: str, shift: float, warm_ms: float | None) -> Recording:
+    """A synthetic bundle measured in 3 rounds, times shifted by `shift`, under a warm-up."""
+    folder, _ = make_bundle(tmp_path / name)
+    write_measurements(tmp_path / name / "out", read_jobs(folder), rounds=3)
+    meta = json.loads((tmp_path / name / "out" / META).read_text())
+    if warm_ms is not None:
+        meta["runs"][0]["warm_ms"] = warm_ms
+    (tmp_path / name / "out" / META).write_text(json.dumps(meta))
+    recording = ingest(folder, tmp_path / name / "out")
+    recording.frame["time_ms"] += shift
+    recording.frame["min_ms"] += shift
+    recording.frame["max_ms"] += shift
+    return recording
+
+
+def test_timed_rows_come_fastest_first_as_space_values(tmp_path):
+    recording = measured_recording(tmp_path, "a", 0.0, 50.0)
+    timed = recording.timed(SYNTH, SYNTH_PROBLEM)
+    times = recording.frame.set_index(recording.frame.apply(
+        lambda r: (r["block_m"], r["block_n"], r["stages"]), axis=1))["time_ms"]
+    ordered = [times[(c["block_m"], c["block_n"], c["stages"])] for _, c in timed]
+    assert ordered == sorted(ordered) and len(timed) == recording.frame["time_ms"].notna().sum()
+    assert all(isinstance(c["block_m"], int) for _, c in timed)
+    near = recording.timed(SYNTH, SYNTH_PROBLEM, within_percent=100)
+    assert 0 < len(near) < len(timed) and near == timed[:len(near)]
+    assert set(recording.frame["warm_ms"].dropna()) == {50.0}
+
+
+def test_merge_takes_new_times_keeps_sources_and_numbers_new_neighbourhoods(tmp_path):
+    old = measured_recording(tmp_path, "old", 0.0, None)  # before measure.py had a warm-up
+    old = Recording(old.frame.drop(columns=["warm_ms"]), old.meta)  # no warm_ms in the CSV
+    old.frame.loc[1, "source"] = "neighbourhood-1"  # one neighbourhood recorded (its centre's)
+    first = row_config(choices_by_text(SYNTH, SYNTH_PROBLEM), old.frame.loc[1])
+    old.meta["problems"][SYNTH_PROBLEM.key]["plan"]["centres"] = [first, {"unmeasured": 1}]
+    old.write(tmp_path / "rec")
+    old = Recording.read(tmp_path / "rec")
+    new = measured_recording(tmp_path, "new", 5.0, 200.0)
+    by_text = choices_by_text(SYNTH, SYNTH_PROBLEM)
+    known = {config_key(row_config(by_text, row)) for _, row in old.frame.iterrows()}
+    centre = next(c for c in SYNTH.legal_configs(SYNTH_PROBLEM) if config_key(c) not in known)
+    new.frame = pd.concat([new.frame, pd.DataFrame([{
+        "problem": SYNTH_PROBLEM.key, "source": "neighbourhood-1", **centre, "time_ms": 0.5,
+        "min_ms": 0.4, "max_ms": 0.6, "rounds": 3, "warm_ms": 200.0}])], ignore_index=True)
+    new.meta["problems"][SYNTH_PROBLEM.key]["plan"]["centres"] = [centre]
+    new.meta["problems"][SYNTH_PROBLEM.key]["vendor_ms"] = 0.7
+
+    merged = merge(old, new)
+    frame, n = merged.frame, len(old.frame)
+    assert len(frame) == n + 1
+    assert list(frame["source"][:n]) == list(old.frame["source"])  # sources kept
+    timed = frame[:n][frame[:n]["time_ms"].notna()]
+    assert (timed["time_ms"] > 5.0).all() and set(timed["warm_ms"]) == {200.0}  # all re-timed
+    assert frame.iloc[-1]["source"] == "neighbourhood-2"  # after the one recorded
+    assert frame.iloc[-1]["time_ms"] == 0.5
+    info = merged.meta["problems"][SYNTH_PROBLEM.key]
+    assert info["vendor_ms"] == 0.7 and info["vendor_ms_before"] == pytest.approx(0.51)
+    assert info["plan"]["centres"] == [first, centre]  # the unmeasured one is not a source
+    assert len(merged.meta["measuring_runs"]) == 2
+    assert merged.meta["merges"][0]["added"] == {SYNTH_PROBLEM.key: 1}
+    assert merged.meta["merges"][0]["measured_again"] == {SYNTH_PROBLEM.key: n}
+
+    untouched = measured_recording(tmp_path, "warm", 0.0, 50.0)
+    untouched = Recording(untouched.frame.drop(columns=["warm_ms"]), untouched.meta)
+    kept = merge(untouched, Recording(new.frame.iloc[-1:].reset_index(drop=True), new.meta))
+    assert set(kept.frame["warm_ms"].dropna()) == {50.0, 200.0}  # each row says its warm-up
+    new.meta["template"] = "other"
+    with pytest.raises(ValueError, match="different templates"):
+        merge(old, new)
+
+
+def test_measure_takes_bundles_and_results_in_pairs(capsys):
+    from autotune.record.measure import main
+
+    with pytest.raises(SystemExit):
+        main(["b1", "out1", "b2"])
+    assert "come in pairs" in capsys.readouterr().err

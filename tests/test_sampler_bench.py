@@ -15,7 +15,7 @@ from autotune.spaces import get_space
 from autotune.study.samplers import make_sampler
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
-RECORDING = STUDIES / "2026-11-23-h100-sampler-bench" / "recording"
+RECORDING = STUDIES / "2026-11-23-h100-sampler-bench-s4" / "recording"
 
 
 @pytest.fixture(scope="module")
@@ -84,18 +84,20 @@ def test_guided_sampler_proposes_legal_configs_best_first():
         make_sampler("guided", 0)
 
 
-# the recorded shapes whose default config alone is not within 5% of the recorded best (at
-# 8192x28672x4096 it is: +2.8%, nothing to search for)
-SEARCHED = ["recording", "recording-4096x4096x4096", "recording-1024x4096x4096"]
+# Within 5% (the issue's check) on the recorded shapes whose default alone is not there (at
+# 4096^3 and 8192x28672x4096 it is: +0.8%, +2.7%), and within 2% on the two where no start
+# config is and every benchmark seed of the default sampler got there (trials 15 [15-19] and 17)
+SEARCHED = [("recording", 0.05), ("recording-1024x4096x4096", 0.05),
+            ("recording-8192x28672x4096", 0.02), ("recording-1024x4096x4096", 0.02)]
 
 
-@pytest.mark.parametrize("recording", SEARCHED)
-def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_default_budget(
-        recording):
+@pytest.mark.parametrize("recording,tolerance", SEARCHED)
+def test_the_default_sampler_reaches_the_recorded_best_within_the_default_budget(
+        recording, tolerance):
     """On committed H100 recordings, replayed with their noise: `autotune tune`'s default
-    sampler, started as a study starts (the default, then the seeds), comes within 5% of the
-    recorded best within the CLI's default trial budget, for every seed tried, and a seed
-    replays the same run."""
+    sampler, started as a study starts (the default, then the seeds), comes within
+    `tolerance` of the recorded best within the CLI's default trial budget, for every seed
+    tried, and a seed replays the same run."""
     from autotune.cli import build_parser
 
     _, _, (land,) = load_landscapes([str(RECORDING.parent / recording)])
@@ -103,9 +105,11 @@ def test_the_default_sampler_reaches_5pct_of_the_recorded_best_within_the_defaul
     start = land.sources("default", "seed")
     runs = [run_sampler(land, tune.sampler, seed, tune.trials, start, "default")
             for seed in (0, 1)]
-    assert all(r.trials_to(0.05) <= tune.trials for r in runs), [r.curve for r in runs]
+    assert all(r.trials_to(tolerance) <= tune.trials for r in runs), [r.curve for r in runs]
     assert run_sampler(land, tune.sampler, 0, tune.trials, start, "default").curve == runs[0].curve
-    assert land.medians[0] > land.best_ms * 1.05  # the default alone is not there: a real search
+    measured = [land.medians[land.configs.index(c)] for c in start]
+    alone = measured if tolerance < 0.05 else measured[:1]  # what a real search must beat
+    assert min(alone) > land.best_ms * (1 + tolerance)
 
 
 def test_the_command_compares_starts_in_one_table_and_one_plot(tmp_path):

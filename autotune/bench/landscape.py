@@ -19,6 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..record.dataset import choices_by_text, row_config
 from ..runner.simulated import RecordedTable
 from ..spaces.base import Config, Problem, SearchSpace
 
@@ -41,16 +42,13 @@ class Landscape:
     @classmethod
     def of(cls, space: SearchSpace, problem: Problem, rows: pd.DataFrame,
            fixed: Config | None = None) -> "Landscape":
-        params = space.parameters(problem)
-        by_text = {k: {str(c): c for c in d.choices} for k, d in params.items()}
+        by_text = choices_by_text(space, problem)
         configs, keep, dropped = [], [], {}
         for i, row in rows.iterrows():
-            texts = {k: str(row[k]) for k in params}
-            unknown = [k for k in params if texts[k] not in by_text[k]]
-            if unknown:
+            config = row_config(by_text, row, space.added_knobs)
+            if config is None:
                 dropped["values not in the space"] = dropped.get("values not in the space", 0) + 1
                 continue
-            config = {k: by_text[k][texts[k]] for k in params}
             if space.violations(config, problem):
                 dropped["illegal now"] = dropped.get("illegal now", 0) + 1
                 continue

@@ -305,6 +305,7 @@ def plot_curves(runs: list[Run], starts: list[str], path) -> None:
     rows = math.ceil(len(problems) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, problem in zip(axes.flat, problems):
+        top = 1.05  # the y range: what the p75 bands reach (the start's worst), up to +60%
         for start, sampler in lines:
             curves = [r for r in chosen
                       if r.problem == problem and r.start == start and r.sampler == sampler]
@@ -321,9 +322,10 @@ def plot_curves(runs: list[Run], starts: list[str], path) -> None:
                 lo, mid, hi = np.nanpercentile(values, [25, 50, 75], axis=0)
             ax.plot(x, mid, label=sampler if len(starts) == 1 else f"{start}: {sampler}")
             ax.fill_between(x, lo, hi, alpha=0.15)
+            top = max(top, np.nanmax(hi, initial=1.0))
         ax.axhline(1.02, color="grey", lw=0.6, ls="--")
         ax.set_title(problem.split(",dtype")[0].replace(",", " "), fontsize=8)
-        ax.set_ylim(0.99, 1.6)
+        ax.set_ylim(0.99, min(1.6, top + 0.01))
         ax.set_xlabel("trials")
         ax.set_ylabel("best found / recorded best")
     for ax in list(axes.flat)[len(problems):]:

@@ -51,13 +51,17 @@ def start_configs(space: SearchSpace, problem: Problem, fixed: Config) -> list[t
 
 
 def plan(space: SearchSpace, problem: Problem, sample: int, seed: int = 0,
-         centres: list[Config] = (), fixed: Config | None = None
-         ) -> tuple[list[tuple[str, Config]], dict]:
-    """(source, config) for one shape: start configs, the centres' neighbourhoods, then the
+         centres: list[Config] = (), fixed: Config | None = None, start: bool = True,
+         retime: list[tuple[str, Config]] = ()) -> tuple[list[tuple[str, Config]], dict]:
+    """(source, config) for one shape: start configs (`start`), configs recorded before to be
+    measured again (`retime`, their sources kept), the centres' neighbourhoods, then the
     uniform sample, each config once (its first source); and what the plan is, for the header
-    (the legal space's size as the sample's acceptance rate estimates it)."""
+    (the legal space's size as the sample's acceptance rate estimates it). Without the start
+    configs, a plan adds to a recording that holds them."""
     fixed = dict(fixed or {})
-    jobs = start_configs(space, problem, fixed)
+    jobs = start_configs(space, problem, fixed) if start else []
+    jobs += [(s, c) for s, c in ((s, {**c, **fixed}) for s, c in retime)
+             if not space.violations(c, problem)]
     centres = [{**c, **fixed} for c in centres]
     for i, centre in enumerate(centres):
         jobs += [(neighbourhood_source(i + 1), c)
@@ -75,6 +79,7 @@ def plan(space: SearchSpace, problem: Problem, sample: int, seed: int = 0,
                            f"of {drawn.draws:,} uniform draws from {drawn.product:,} knob "
                            "combinations)",
             "plan": {"sample": sample, "seed": seed, "fixed": fixed, "centres": centres,
+                     "start": start, "retimed": len(retime),
                      "legal_estimate": estimate, "legal_margin": margin}}
     return out, info
 

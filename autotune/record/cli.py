@@ -36,6 +36,14 @@ def add_record_commands(sub) -> None:
     p.add_argument("--centre-best", metavar="MEASURED",
                    help="also the neighbourhood of each shape's fastest config measured so far "
                         "(the directory `python -m autotune.record.measure` wrote for --bundle)")
+    p.add_argument("--no-start", action="store_true",
+                   help="plan neither the default and seeds nor the default's neighbourhood: "
+                        "only what the other options ask for (to add to a recording)")
+    p.add_argument("--retime", metavar="RECORDING",
+                   help="measure again the timed configs this recording holds for the shapes "
+                        "(fastest first, their sources kept), e.g. under another warm-up")
+    p.add_argument("--retime-within", type=float, metavar="PERCENT",
+                   help="with --retime: only those within PERCENT of the shape's recorded best")
     p.add_argument("--fix", action="append", default=[], metavar="NAME=VALUE",
                    help="pin a parameter (repeatable)")
     p.add_argument("--bundle", required=True, help="directory of the compiled plan")
@@ -52,6 +60,9 @@ def add_record_commands(sub) -> None:
     q.add_argument("measured", help="the directory `python -m autotune.record.measure` wrote")
     q.add_argument("--out", required=True, help="the recording's directory")
     q.add_argument("--note", default="", help="a sentence for the recording's header")
+    q.add_argument("--merge", action="store_true",
+                   help="--out holds a recording: add these measurements to it (a config in "
+                        "both takes its new times and keeps its source; the header keeps both)")
     q.set_defaults(func=ingest_main)
 
 
@@ -62,6 +73,8 @@ def record_main(args) -> int:
 
     if args.sample < 0 or args.processes < 1:
         raise UserError("--sample must not be negative, --processes at least 1")
+    if args.retime_within is not None and (args.retime is None or args.retime_within < 0):
+        raise UserError("--retime-within needs --retime and a percentage not below 0")
     space = get_space(args.space)
     problems = parse_shapes(space, args.shapes, args.dtype)
     fixed = fixed_params(space, problems, args.fix)
@@ -82,6 +95,14 @@ def record_main(args) -> int:
             best = fastest_configs(args.bundle, args.centre_best)
         except OSError as exc:
             raise UserError(f"--centre-best: cannot read the measured bundle: {exc}") from None
+    recorded = None
+    if args.retime:
+        from .dataset import Recording
+
+        try:
+            recorded = Recording.read(args.retime)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--retime: cannot read the recording: {exc}") from None
     jobs, header = [], {}
     for problem in problems:
         for centre in centres:
@@ -89,10 +110,13 @@ def record_main(args) -> int:
             if broken:
                 raise UserError(f"--centre {json.dumps(centre)} is illegal for {problem.key}: "
                                 + "; ".join(broken))
-        own = [best[problem.key]] if problem.key in best else []
+        default = [] if args.no_start else [space.default_config(problem)]
+        own = [best[problem.key]] if best.get(problem.key) not in (None, *centres, *default) \
+            else []  # the fastest is a centre already: its neighbourhood is planned
+        retime = recorded.timed(space, problem, args.retime_within) if recorded else []
         planned, header[problem.key] = plan(space, problem, args.sample, args.seed,
-                                            [*centres, space.default_config(problem), *own],
-                                            fixed)
+                                            [*centres, *default, *own], fixed,
+                                            start=not args.no_start, retime=retime)
         jobs += [(problem, source, config) for source, config in planned]
     write_header(args.bundle, space, header, " ".join(["autotune", *args.argv]))
 
@@ -109,12 +133,18 @@ def record_main(args) -> int:
 
 
 def ingest_main(args) -> int:
-    from .ingest import ingest
+    from .dataset import Recording
+    from .ingest import ingest, merge
 
     try:
         recording = ingest(args.bundle, args.measured, args.note)
     except (OSError, ValueError, KeyError) as exc:
         raise UserError(f"cannot read the measured bundle: {exc}") from None
+    if args.merge:
+        try:
+            recording = merge(Recording.read(args.out), recording)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--merge: {exc}") from None
     folder = recording.write(args.out)
     print(f"{len(recording.frame)} rows over {len(recording.problems)} shapes -> "
           f"{folder}/recording.csv, .json, .md")

@@ -1,7 +1,7 @@
 """Measure a recording bundle (record/bundle.py) on a GPU machine with torch and cuda-bindings
 alone (no TVM, Optuna or Ray):
 
-    python -m autotune.record.measure BUNDLE OUT [--rounds 3] [--deadline-s 120]
+    python -m autotune.record.measure BUNDLE OUT [BUNDLE OUT ...] [--rounds 3] [--deadline-s 120]
 
 Every job is validated once (fresh random inputs, outputs poisoned, against the op's reference),
 then timed under the project's protocol (runner/protocol.py time_in_graph) in `rounds` rounds,
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..runner.cuda_eval import cause_of_exception
-from ..runner.protocol import WARM_MS, time_in_graph
+from ..runner.protocol import PROTOCOL, WARM_MS, time_in_graph
 from ..runner.timing import rotated
 from ..runner.validate import check_outputs, poison
 from ..spaces import get_space
@@ -170,7 +170,9 @@ def _write_meta(out: Path, rounds: int, warm_ms: float) -> None:
         "device": torch.cuda.get_device_name(0),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "command": " ".join(["python -m autotune.record.measure", *sys.argv[1:]]),
-        "rounds": rounds, "timer": "graph", "warm_ms": warm_ms, "torch": torch.__version__,
+        # the protocol's name only with its own warm-up ("graph": the same replays, less warm)
+        "rounds": rounds, "timer": PROTOCOL if warm_ms == WARM_MS else "graph",
+        "warm_ms": warm_ms, "torch": torch.__version__,
         "cuda": torch.version.cuda, "python": platform.python_version(),
         "driver": _driver_version(), "host": platform.node()})
     path.write_text(json.dumps(meta, indent=1) + "\n")
@@ -190,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundle", help="bundle directory or its tar.xz")
     parser.add_argument("out", help="results directory (resumed if it holds results)")
+    parser.add_argument("more", nargs="*", metavar="BUNDLE OUT",
+                        help="more bundles and their results directories, measured in turn by "
+                             "the same process (one CUDA context, one deadline)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--deadline-s", type=float, default=math.inf,
                         help="stop cleanly after this many seconds (rerun to resume)")
@@ -199,8 +204,20 @@ def main(argv: list[str] | None = None) -> int:
                              "keep it busy, so a long recording may take less)")
     parser.add_argument("--scratch", default="bundle", help="where a tar.xz is unpacked")
     args = parser.parse_args(argv)
-    bundle = open_bundle(Path(args.bundle), Path(args.scratch))
-    return measure(bundle, Path(args.out), args.rounds, args.deadline_s, args.warm_ms)
+    if len(args.more) % 2:
+        parser.error("bundles and results directories come in pairs: BUNDLE OUT [BUNDLE OUT ...]")
+    pairs = [(args.bundle, args.out), *zip(args.more[::2], args.more[1::2])]
+    start = time.monotonic()
+    for i, (bundle, out) in enumerate(pairs):
+        left = args.deadline_s - (time.monotonic() - start)
+        if left <= 0:
+            print(f"deadline: {bundle} not started", file=sys.stderr)
+            return 0
+        bundle = open_bundle(Path(bundle), Path(args.scratch) / str(i))
+        status = measure(bundle, Path(out), args.rounds, left, args.warm_ms)
+        if status:
+            return status
+    return 0
 
 
 if __name__ == "__main__":
