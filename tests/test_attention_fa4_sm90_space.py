@@ -6,17 +6,15 @@ import pytest
 
 from autotune.ops.attention import ATTENTION, fa4_problem
 from autotune.spaces.fa4_sm90 import Fa4Sm90Space, sm_count
-from autotune.testing import SpaceConformance
 from kernels.fa4 import _sm90_config as rules
 from kernels.fa4._sm90_config import AttentionSm90Config
+from tests.attention_kit import AttentionSpaceKit
 
 SPACE = Fa4Sm90Space()
 
 
-class TestFa4Sm90Conformance(SpaceConformance):
+class TestFa4Sm90Conformance(AttentionSpaceKit):
     space = SPACE
-    # one causal GQA shape and one MHA shape: the kit compiles the first one's default
-    shapes = ("1x4096/32:8/128/causal", "4x1000/16/64")
 
 
 def test_violations_are_the_template_rules_sentences():
@@ -43,12 +41,6 @@ def test_a_head_dim_the_template_lacks_is_refused_for_tuning_and_named_for_dispa
         SPACE.parse_problem("1x128/8/96")
     p = ATTENTION.parse("1x128/8/96")  # a call dispatch meets: the default must name the rule
     assert any("head_dim=96" in r for r in SPACE.violations(SPACE.default_config(p), p))
-
-
-def test_causal_rows_without_keys_are_not_tuned():
-    with pytest.raises(ValueError, match="without a key"):
-        SPACE.parse_problem("1x200x100/8/128/causal")
-    assert SPACE.parse_problem("1x100x200/8/128/causal")["seqlen_k"] == 200
 
 
 def test_runtime_knobs_become_the_kernels_launch_scalars():

@@ -10,7 +10,7 @@ from autotune.ops.attention import ATTENTION
 from autotune.spaces.fa4_sm90 import Fa4Sm90Space
 from autotune.store.compat import store_path, template_hash
 from autotune.store.format import ConfigStore, config_id
-from kernels.fa4._sm90_config import compile_key, default_config, violations
+from kernels.fa4._sm90_config import ORDERS, compile_key, default_config, violations
 
 
 def test_candidates_are_legal_distinct_binaries_with_every_launch_knob():
@@ -18,12 +18,13 @@ def test_candidates_are_legal_distinct_binaries_with_every_launch_knob():
     for p in A.classes():
         binaries = A.binaries(p)
         issue = (p.heads_q, p.heads_kv) == (A.HEADS, A.HEADS)
-        assert len({compile_key(c) for c in binaries.values()}) == len(binaries) >= (
-            10 if issue else 3)
+        assert len({compile_key(c) for c in binaries.values()}) == len(binaries) == (
+            (4 if p.causal else 2) if issue else 3)
         assert default_config(p) in binaries.values()
-        assert any(c.ctas_per_sm == 2 for c in binaries.values())
+        assert any(c.q_stages == 2 for c in binaries.values())
+        assert any(c.ctas_per_sm == 2 for c in binaries.values()) == (p.causal or not issue)
         cands = A.candidates(p)
-        assert len(cands) == 4 * len(binaries)
+        assert len(cands) == 2 * len(ORDERS) * len(binaries)
         assert all(not violations(c, p) and compile_key(c) == compile_key(binaries[name])
                    for name, c in cands.values())
         assert A.default_label(p) in cands
@@ -33,7 +34,7 @@ def results(tmp_path):
     shape = "4x4096/16/128"
     default = A.default_label(A.problem(False))
     rows = [{"shape": shape, "name": n, "tflops": t, "ms": 600.0 / t}
-            for n, t in ((default, 600.0), ("full_bn128_s2_pp1_ov1_th8_grid_head", 700.0),
+            for n, t in ((default, 600.0), ("full_bn128_s2_pp1_ov1_th8_q2_grid_head", 700.0),
                          ("cudnn", 650.0), ("fa2", 350.0))]
     rows.append({"shape": shape, "name": "x", "failed": ["o_nan"]})
     head = {"kind": "header", "device": "NVIDIA H100 80GB HBM3", "driver": "13.0", "date": "d",
@@ -48,7 +49,7 @@ def test_table_reports_default_tuned_and_baselines(tmp_path):
     path = results(tmp_path)
     row = [line for line in A.report(path).splitlines() if line.startswith("| 4x4096/16/128")][0]
     assert row.split(" | ")[1:7] == ["600", "700", "650", "350", "1.08", "2.00"]
-    assert "full_bn128_s2_pp1_ov1_th8_grid_head (2 timed, failed: x)" in row
+    assert "full_bn128_s2_pp1_ov1_th8_q2_grid_head (2 timed, failed: x)" in row
     assert (tmp_path / "r.md").read_text().count("| 4x4096/16/128") == 1
 
 
@@ -58,7 +59,7 @@ def test_store_holds_the_fastest_candidate_with_its_evidence(tmp_path):
     space = Fa4Sm90Space()
     assert store.header.template == template_hash(space) and store.header.timer == "graph-warm"
     (entry,) = store.entries.values()
-    best = A.candidates(A.problem(False))["full_bn128_s2_pp1_ov1_th8_grid_head"][1]
+    best = A.candidates(A.problem(False))["full_bn128_s2_pp1_ov1_th8_q2_grid_head"][1]
     assert entry.config == best.as_dict() and not space.violations(entry.config,
                                                                    entry.parsed_problem)
     assert (entry.time_ms, entry.default_ms, entry.vendor_ms) == (600 / 700, 1.0, 600 / 650)

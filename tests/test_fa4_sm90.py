@@ -32,6 +32,9 @@ def cfg(**kw):
     (cfg(consumers=4, consumer_regs=120), PROBLEM, "consumers=4 must be 1, 2 or 3"),
     (cfg(consumers=1, consumer_regs=256), PROBLEM, "pingpong needs at least two"),
     (cfg(stages=1), PROBLEM, "stages=1 must be at least 2"),
+    (cfg(q_stages=3), PROBLEM, "q_stages=3 must be 1 or 2"),
+    (cfg(q_stages=2, block_n=176), PROBLEM, "(2 Q tile(s) + 2 stages of K and V tiles of 176 x 128)"
+     " exceeds the 232448 B"),
     (cfg(consumer_regs=244), PROBLEM, "multiple of 8"),
     (cfg(consumer_regs=160), PROBLEM, "must be 240 or 232"),
     (cfg(consumers=3, consumer_regs=168), PROBLEM, "leave the producer 8"),
@@ -71,10 +74,12 @@ def test_defaults_are_legal_and_the_space_holds_them():
 def test_shared_memory_counts_q_and_both_rings():
     c = cfg(block_n=176)
     assert smem_bytes(c, 128) == 1024 + (128 + 2 * 2 * 176) * 128 * 2 <= SMEM_LIMIT
+    c = cfg(block_n=128, q_stages=2)
+    assert smem_bytes(c, 128) == 1024 + (2 * 128 + 2 * 2 * 128) * 128 * 2 <= SMEM_LIMIT
 
 
 def test_launch_knobs_share_a_binary():
-    a, b = cfg(persistent=False, order="head"), cfg(persistent=True, order="lpt")
+    a, b = cfg(persistent=False, order="head"), cfg(persistent=True, order="group")
     assert compile_key(a) == compile_key(b) != compile_key(cfg(block_n=64))
 
 
@@ -105,6 +110,7 @@ SAMPLE = [  # the defaults, and corners of the space: one consumer, three, no ov
     (dataclasses.replace(PROBLEM, causal=False, dtype="float16"),
      cfg(pingpong=False, block_n=176, consumer_regs=232)),
     (PROBLEM, cfg(consumers=1, pingpong=False, consumer_regs=232, ctas_per_sm=2, block_n=96)),
+    (PROBLEM, cfg(q_stages=2, rescale_threshold=8.0)),
 ]
 
 

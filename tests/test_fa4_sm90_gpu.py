@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import fa4_sm90_kernels as K
+from kernels.fa4._sm90_config import ORDERS
 from kernels.fa4.reference_torch import attention_reference, check_rows, errors, failures
 
 torch = pytest.importorskip("torch")
@@ -93,11 +94,23 @@ def test_default_configs_match_the_reference(name, shape):
 
 
 @pytest.mark.parametrize("name", list(K.MATRIX))
-@pytest.mark.parametrize("order", ["head", "lpt"])
+@pytest.mark.parametrize("order", ORDERS)
 def test_persistent_ctas_walk_several_tiles(name, order):
     """One CTA per SM, each walking several query tiles (384+ tiles at 3x1000 with 16+ heads),
-    in both orders: the K/V ring, the Q buffer and the ping-pong turns carry across tiles."""
+    in every order: the K/V ring, the Q buffer and the ping-pong turns carry across tiles."""
     assert run(name, 3, 1000, 1300, persistent=True, order=order, seed=7) == []
+
+
+@pytest.mark.parametrize("name", list(K.PREFETCH))
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_second_q_stage_carries_across_tiles(name, order):
+    """Two Q stages: a persistent CTA loads its next tile's Q during this one and hands a stage
+    back one tile late; one CTA per tile and persistent, ragged and unequal lengths (causal
+    with seqlen_q > seqlen_k: tiles with no key), every order."""
+    for i, shape in enumerate(((3, 1000, 1300), (2, 1000, 127), (1, 4096, 4096), (2, 127, 127))):
+        for persistent in (False, True):
+            assert run(name, *shape, persistent=persistent, order=order, seed=i) == [], (
+                shape, persistent)
 
 
 @pytest.mark.parametrize("name", list(K.SWEEP))
@@ -107,7 +120,7 @@ def test_sampled_configs_match_the_reference(name):
         assert run(name, *shape) == [], shape
     # the launch-time knobs share this binary: the other values must be right too, and a
     # persistent CTA walks several tiles here (256+ tiles)
-    flipped = {"persistent": not cfg.persistent, "order": "lpt" if cfg.order == "head" else "head"}
+    flipped = {"persistent": not cfg.persistent, "order": ORDERS[ORDERS.index(cfg.order) - 1]}
     assert run(name, 2, 513, 777, **flipped) == []
     assert run(name, 4, 1000, 1100, persistent=True, order=cfg.order) == []
 

@@ -83,26 +83,27 @@ def binary_name(c: AttentionSm90Config, default: AttentionSm90Config) -> str:
     if c == default:
         return "default"
     two = f"_c{c.consumers}x{c.ctas_per_sm}" if c.ctas_per_sm > 1 else ""
+    q2 = f"_q{c.q_stages}" if c.q_stages > 1 else ""
     return (f"bn{c.block_n}_s{c.stages}_pp{int(c.pingpong)}_ov{int(c.overlap)}"
-            f"_th{c.rescale_threshold:g}{two}")
+            f"_th{c.rescale_threshold:g}{two}{q2}")
 
 
 def binaries(p: AttentionProblem) -> dict[str, AttentionSm90Config]:
     """The default and its legal neighbours, one per binary (launch knobs at the default's):
-    for the issue's class its block_n, ping-pong and rescale neighbours and four two-CTA
-    binaries; for the block's classes the two two-CTA binaries that won at short rows."""
+    the default with a second Q stage (block_n at most 128, so that it fits), and two CTAs per
+    SM at block_n 64 (the issue's causal class: 3 stages, and 2 stages with a second Q stage;
+    the block's classes: 2 stages). Session 3's wider sweep of block_n, ping-pong and the rescale
+    threshold (studies/2026-11-23-h100-fa4-sm90-bench-s3/) is not repeated: none of it won."""
     base = default_config(p)
     issue = (p.heads_q, p.heads_kv) == (HEADS, HEADS)
-    variants = [base]
-    if issue:
-        variants += [dataclasses.replace(base, block_n=bn) for bn in (112, 128, 144, 160, 176)]
-        variants += [dataclasses.replace(base, pingpong=False),
-                     dataclasses.replace(base, rescale_threshold=0.0)]
+    variants = [base, dataclasses.replace(base, q_stages=2, block_n=min(base.block_n, 128))]
     # two CTAs per SM, one consumer each: narrow K/V tiles fit half the shared memory
-    two = dataclasses.replace(base, consumers=1, ctas_per_sm=2, pingpong=False, consumer_regs=232)
-    variants += [dataclasses.replace(two, block_n=bn, stages=s)
-                 for bn, s in ((64, 2), (80, 2), (96, 2), (64, 3))
-                 if issue or bn == 64]
+    two = dataclasses.replace(base, consumers=1, ctas_per_sm=2, pingpong=False, consumer_regs=232,
+                              block_n=64)
+    if not issue:
+        variants.append(two)
+    elif p.causal:
+        variants += [dataclasses.replace(two, stages=3), dataclasses.replace(two, q_stages=2)]
     out, seen = {}, set()
     for c in variants:
         if not violations(c, p) and compile_key(c) not in seen:

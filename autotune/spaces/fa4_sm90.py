@@ -14,7 +14,6 @@ GPU's SM count for a persistent kernel.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 from kernels.fa4 import _sm90_config as cfg_rules
 from kernels.fa4._sm90_config import AttentionSm90Config
@@ -66,15 +65,17 @@ class Fa4Sm90Space(CategoricalKnobs, SearchSpace):
     def seed_configs(self, problem: Problem) -> list[Config]:
         """The default's neighbours in one decision each: the launch-time scheduling (free: the
         same binary), the K/V tile a step either way, a deeper ring, and the rescale and overlap
-        choices the defaults argue for."""
+        choices the defaults argue for, and a second Q stage where it fits (it pays with
+        persistent CTAs, a launch-time step away: the next tile's Q loads during this one)."""
         base = self.default_config(problem)
         widths = cfg_rules.KNOBS["block_n"]
         i = widths.index(base["block_n"])
         tries = [dict(base, persistent=not base["persistent"]),
-                 dict(base, order="head" if base["order"] == "lpt" else "lpt"),
+                 *(dict(base, order=o) for o in cfg_rules.ORDERS if o != base["order"]),
                  *(dict(base, block_n=widths[j]) for j in (i - 1, i + 1) if 0 <= j < len(widths)),
                  dict(base, stages=3), dict(base, rescale_threshold=0.0),
-                 dict(base, overlap=not base["overlap"])]
+                 dict(base, overlap=not base["overlap"]),
+                 dict(base, q_stages=2)]
         return self.legal_variants(problem, base, tries)
 
     def parse_problem(self, text: str, dtype: str = "bfloat16") -> Problem:
@@ -98,9 +99,4 @@ class Fa4Sm90Space(CategoricalKnobs, SearchSpace):
         return build_attention(fa4_problem(problem), AttentionSm90Config.from_dict(config))
 
     def template_files(self) -> list[str]:
-        import kernels.fa4
-        import kernels.gemm
-
-        fa4, gemm = Path(kernels.fa4.__file__).parent, Path(kernels.gemm.__file__).parent
-        return [str(fa4 / f) for f in ("sm90.py", "_sm90_config.py", "_sm90_mma.py", "problem.py")
-                ] + [str(gemm / "_sm90_wgmma.py")]
+        return cfg_rules.template_files()

@@ -43,6 +43,8 @@ def _contains(dist: optuna.distributions.BaseDistribution, value) -> bool:
 class SpaceConformance:
     space: SearchSpace  # the plugin under test (an instance)
     shapes: tuple[str, ...] | None = None  # shapes to check; default: the space's default_shapes
+    # (shape, words): shapes the space must refuse with a ValueError whose message matches words
+    bad_shapes: tuple[tuple[str, str], ...] = ()
     registered: bool = True  # must be registered in the `autotune.spaces` entry-point group
     samples: int = 200  # random configs checked against the legality rules
     max_violations_ms: float = 5.0  # median cost of one legality check
@@ -92,6 +94,13 @@ class SpaceConformance:
     def test_malformed_shape_is_rejected(self, text):
         with pytest.raises(ValueError):
             self.space.parse_problem(text)
+
+    def test_bad_shapes_are_refused_by_name(self):
+        if not self.bad_shapes:
+            pytest.skip("no bad_shapes declared")
+        for text, words in self.bad_shapes:
+            with pytest.raises(ValueError, match=words):
+                self.space.parse_problem(text)
 
     def test_counts(self):
         for problem in self.problems():

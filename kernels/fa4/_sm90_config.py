@@ -23,7 +23,10 @@ WG_THREADS = 128
 WG_ROWS = 64  # query rows per consumer warpgroup: the M of one wgmma
 HEAD_DIMS = (64, 128)
 BARRIER_BYTES = 1024  # the mbarriers, below the 1024-byte aligned tiles
-ORDERS = ("head", "lpt")  # launch-time tile orders (see AttentionSm90Config.order)
+ORDERS = ("head", "lpt", "group")  # launch-time tile orders (see AttentionSm90Config.order)
+# K/V bytes the heads of one "group" order's group may share: half of an H100's 50 MB L2,
+# leaving room for the Q and O streams
+L2_GROUP_BYTES = 24 << 20
 # Registers a consumer thread needs besides its S, P and O fragments (descriptors, softmax
 # statistics, indices, addresses): calibrated on the compile sweep (studies/
 # 2026-11-23-fa4-sm90-compile-sweep/), where every config within this margin compiled spill-free.
@@ -35,6 +38,9 @@ class AttentionSm90Config:
     block_n: int = 128  # keys per K/V tile: the N of Q K^T, the K of P V
     consumers: int = 2  # consumer warpgroups, 64 query rows each
     stages: int = 2  # K/V ring depth
+    # Q tiles in flight: with 2, a persistent CTA loads its next tile's Q (and first K/V tiles)
+    # while it finishes this one, and an O store's read-out overlaps the next first Q K^T
+    q_stages: int = 1
     # consumers take turns issuing their wgmmas (named barriers), so one's softmax runs while
     # the other's matrix multiplies do (FA3's ping-pong)
     pingpong: bool = True
@@ -53,7 +59,8 @@ class AttentionSm90Config:
     # launch-time knobs (kernel parameters: configs that differ only in them share a binary)
     persistent: bool = False  # one CTA per SM walking the tiles, instead of one CTA per tile
     # "head": a head's query tiles back to back (its K/V stay in L2); "lpt": the longest
-    # (causal: last) query tiles of every head first, which balances causal work across SMs
+    # (causal: last) query tiles of every head first, which balances causal work across SMs;
+    # "group": lpt within groups of heads whose K/V fit in L2 together (balance with locality)
     order: str = "head"
 
     @property
@@ -81,6 +88,7 @@ KNOBS = {  # the search space: every value of every knob
     "block_n": (64, 80, 96, 112, 128, 144, 160, 176, 192),
     "consumers": (1, 2, 3),
     "stages": (2, 3),
+    "q_stages": (1, 2),
     "pingpong": (False, True),
     "overlap": (False, True),
     "consumer_regs": (160, 232, 240, 256),
@@ -117,8 +125,9 @@ def smem_limit(ctas_per_sm: int) -> int:
 
 
 def smem_bytes(cfg: AttentionSm90Config, head_dim: int, elem_bytes: int = 2) -> int:
-    """Dynamic shared memory: barriers, the Q tile (also the O staging tile), the K and V rings."""
-    return BARRIER_BYTES + (cfg.block_m + 2 * cfg.stages * cfg.block_n) * head_dim * elem_bytes
+    """Dynamic shared memory: barriers, the Q ring (also the O staging tiles), the K and V rings."""
+    rows = cfg.q_stages * cfg.block_m + 2 * cfg.stages * cfg.block_n
+    return BARRIER_BYTES + rows * head_dim * elem_bytes
 
 
 def fragment_regs(cfg: AttentionSm90Config, head_dim: int) -> int:
@@ -146,6 +155,9 @@ def violations(cfg: AttentionSm90Config, problem: AttentionProblem) -> list[str]
     if cfg.stages < 2:
         out.append(f"stages={cfg.stages} must be at least 2: a consumer holds one tile's V "
                    "while it waits for the next tile's K")
+    if cfg.q_stages not in (1, 2):
+        out.append(f"q_stages={cfg.q_stages} must be 1 or 2: a tile's Q and the next one's is "
+                   "all a CTA's consumers can use at once")
     if cfg.consumer_regs % 8 or not 24 <= cfg.consumer_regs <= 256:
         out.append(f"consumer_regs={cfg.consumer_regs} must be a multiple of 8 in [24, 256] "
                    "(setmaxnreg)")
@@ -172,7 +184,8 @@ def violations(cfg: AttentionSm90Config, problem: AttentionProblem) -> list[str]
                    f"head_dim={d}) plus {CONSUMER_OVERHEAD_REGS} for the rest: need {need}")
     smem, limit = smem_bytes(cfg, d), smem_limit(cfg.ctas_per_sm)
     if smem > limit:
-        out.append(f"shared memory {smem} B (Q tile + {cfg.stages} stages of K and V tiles of "
+        out.append(f"shared memory {smem} B ({cfg.q_stages} Q tile(s) + {cfg.stages} stages of "
+                   "K and V tiles of "
                    f"{cfg.block_n} x {d}) exceeds the {limit} B a block may use with "
                    f"{cfg.ctas_per_sm} CTA(s) per SM")
     if cfg.rescale_threshold < 0:
@@ -194,7 +207,7 @@ def legal_configs(problem: AttentionProblem):
             yield cfg
 
 
-ORDER_CODES = {"head": 0, "lpt": 1}
+ORDER_CODES = {"head": 0, "lpt": 1, "group": 2}
 NO_CTA_LIMIT = 2**31 - 1  # max_ctas of a non-persistent launch: one CTA per tile
 
 

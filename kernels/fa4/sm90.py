@@ -24,9 +24,18 @@ Runtime sizes: batch and the sequence lengths are buffer dimensions the tensors 
 descriptors are rank 4) and clips the O store there. O leaves through shared memory (the
 consumer's own rows of the Q tile, dead after its last Q K^T) and a TMA store.
 
-Kernel parameters after the tensors: `max_ctas` (the grid is min(tiles, max_ctas); each CTA
-walks tiles t, t + grid, ...: a persistent kernel with max_ctas = #SMs x ctas_per_sm, one tile
-per CTA with a larger value) and `order` (0: a head's query tiles back to back, 1: longest-first across heads).
+Q tiles come through a `q_stages`-deep ring. With two, a persistent CTA's producer loads the
+next tile's Q (and, ring permitting, its first K/V tiles) while the consumers finish this one,
+and a consumer hands a Q stage back (after its O store has read it) only once the next tile's
+first Q K^T is issued, so the store's read-out overlaps that matrix multiply.
+
+Kernel parameters after the tensors: `max_ctas` (the grid is min(tiles, max_ctas): a persistent
+kernel with max_ctas = #SMs x ctas_per_sm, one tile per CTA with a larger value; a persistent
+CTA c walks the tile list in waves of `grid` tiles, taking the c-th tile of even waves and the
+c-th from the end of odd ones, so that in a longest-first list the long and short tiles of
+consecutive waves pair up) and `order`, the tile list: 0 a head's query tiles back to back, 1
+longest-first across all heads, 2 longest-first within groups of heads whose K/V fit in
+L2_GROUP_BYTES together (lpt's balance without its L2 misses).
 """
 
 from __future__ import annotations
@@ -50,7 +59,7 @@ from kernels.gemm._sm90_wgmma import (
     wgmma_ss,
 )
 
-from ._sm90_config import WG_ROWS, AttentionSm90Config, violations
+from ._sm90_config import L2_GROUP_BYTES, WG_ROWS, AttentionSm90Config, violations
 from ._sm90_mma import K16_ROWS_UNITS, keep_alive, mn_major_lbo, pack_pair, wgmma_rs
 from .problem import AttentionProblem
 
@@ -75,28 +84,41 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         raise ValueError("illegal attention config: " + "; ".join(bad))
     dtype, D, CAUSAL = problem.dtype, problem.head_dim, problem.causal
     HQ, HKV, GROUP = problem.heads_q, problem.heads_kv, problem.group
-    C, BN, STAGES = cfg.consumers, cfg.block_n, cfg.stages
+    C, BN, STAGES, QSTAGES = cfg.consumers, cfg.block_n, cfg.stages, cfg.q_stages
     BM = cfg.block_m
     NWG = C + 1
     COLS = D // COL_BLOCK  # 64-column swizzle blocks of a head_dim row
     S_REGS, P_REGS, O_REGS = BN // 2, BN // 4, D // 2
     Q_BYTES, KV_BYTES = BM * D * 2, BN * D * 2
+    Q_STAGE_UNITS = Q_BYTES // 16
     KV_STAGE_UNITS = KV_BYTES // 16  # descriptor units per ring stage
     SCALE_LOG2 = problem.scale * math.log2(math.e)
     THRESHOLD = cfg.rescale_threshold
     PINGPONG, OVERLAP = cfg.pingpong, cfg.overlap
 
-    Q_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (BM, D))
+    Q_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (QSTAGES, BM, D))
     KV_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BN, D))
 
     # ------------------------------------------------------------------ tile geometry
-    def tile_coords(t, n_mblocks, batch, order):
+    def tile_coords(t, n_mblocks, batch, SK, order):
         """Linear tile t -> (query block, batch, query head). Query blocks run last-first:
-        under a causal mask the last ones are the longest."""
+        under a causal mask the last ones are the longest. Order 2 cuts the heads into groups
+        whose K/V fit L2_GROUP_BYTES (the last group may be smaller) and runs each group's
+        tiles longest-first across its heads."""
         heads = HQ * batch
-        per_head = T.Select(order == 0, t % n_mblocks, t // heads)
-        head = T.Select(order == 0, t // n_mblocks, t % heads)
+        gh = T.max(1, T.min(heads, L2_GROUP_BYTES // T.max(1, SK * (D * 4 // GROUP))))
+        g0 = t // (gh * n_mblocks) * gh  # the group's first head
+        size = T.min(gh, heads - g0)
+        w = t - g0 * n_mblocks  # the tile's rank in its group
+        per_head = T.Select(order == 0, t % n_mblocks,
+                            T.Select(order == 1, t // heads, w // size))
+        head = T.Select(order == 0, t // n_mblocks,
+                        T.Select(order == 1, t % heads, g0 + w % size))
         return n_mblocks - 1 - per_head, head // HQ, head % HQ
+
+    def walk_tile(k, bx, n_ctas):
+        """The tile a CTA takes in wave k: its own index in even waves, mirrored in odd ones."""
+        return k * n_ctas + T.Select(k % 2 == 0, bx, n_ctas - 1 - bx)
 
     def kv_range(m_block, SQ, SK):
         """(key tiles to visit, the first tile index that needs masking)."""
@@ -108,12 +130,12 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         n_max = T.max(0, T.min(n_kv, T.floordiv((m_block + 1) * BM - 1 + off, BN) + 1))
         return n_max, T.min(tail, T.floordiv(m_block * BM + off + 1, BN))
 
-    def load(dst, src, b, row0, rows, head, bar, stage=None):
-        """TMA loads of rows [row0, row0 + rows) of one head into a tile (a ring stage), one
-        64-column swizzle block at a time (a box row is at most 128 B)."""
+    def load(dst, src, b, row0, rows, head, bar, stage):
+        """TMA loads of rows [row0, row0 + rows) of one head into a ring stage, one 64-column
+        swizzle block at a time (a box row is at most 128 B)."""
         for cb in range(COLS):
             c0 = cb * COL_BLOCK
-            tile = dst[:, c0:c0 + COL_BLOCK] if stage is None else dst[stage, :, c0:c0 + COL_BLOCK]
+            tile = dst[stage, :, c0:c0 + COL_BLOCK]
             Tx.copy_async(tile, src[b, row0:row0 + rows, head, c0:c0 + COL_BLOCK],
                           dispatch="tma_explicit", mbar=bar)
 
@@ -121,7 +143,8 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
     def issue_qk(cx, stage):
         """S = Q[consumer rows] @ K[stage]^T, one commit group."""
         for kk in range(D // WGMMA_K):
-            a = cx.q_desc[0] + T.cast(smem_desc_offset(BM, 0, kk * WGMMA_K)
+            a = cx.q_desc[0] + T.cast(cx.q_stage[0] * Q_STAGE_UNITS
+                                      + smem_desc_offset(BM, 0, kk * WGMMA_K)
                                       + cx.consumer * (WG_ROWS * 128 // 16), "uint64")
             b = cx.k_desc[0] + T.cast(stage * KV_STAGE_UNITS
                                       + smem_desc_offset(BN, 0, kk * WGMMA_K), "uint64")
@@ -186,10 +209,11 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         if CAUSAL:
             row = cx.row0 + cx.warp * 16 + cx.lane // 4 + 8 * h
             limit = T.min(limit, row + (cx.SK - cx.SQ) + 1 - n * BN)
-        limit = limit - (cx.lane % 4) * 2  # the thread's first column
+        # the thread's first column; in a register, or the expression is expanded per element
+        T.buffer_store(cx.limit, limit - (cx.lane % 4) * 2, [0])
         for i in row_indices(h):
             col = (i // 4) * 8 + i % 2
-            T.buffer_store(cx.s, T.Select(col < limit, cx.s[i], T.float32(NEG_INF)), [i])
+            T.buffer_store(cx.s, T.Select(col < cx.limit[0], cx.s[i], T.float32(NEG_INF)), [i])
 
     def softmax(cx, n, first: bool, mask_from):
         """Online softmax of S in place (S becomes P in f32). Per row half h: the running max
@@ -248,6 +272,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         cx.k_full.wait(cx.ks.stage, cx.ks.phase)
         wgmma_fence((cx.s, S_REGS))
         issue_qk(cx, cx.ks.stage)
+        release_previous_q(cx)
         wait_s(cx, 0)
         release(cx, cx.k_empty, cx.ks)
         softmax(cx, n, first=True, mask_from=None)
@@ -316,8 +341,17 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
             next_tile(cx, n_max - 2 - j, first_masked)
         last_pv(cx)
 
+    def release_previous_q(cx):
+        """With two Q stages: hand back the previous tile's stage once its O store has read it
+        (the store ran while this tile's first Q K^T was issued). With one, the epilogue does."""
+        if QSTAGES > 1:
+            with when(T.And(cx.leader, cx.prev_q[0] >= 0)):
+                T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(0))
+                cx.q_empty.arrive(cx.prev_q[0])
+
     def no_keys(cx):
         """A causal query tile that sees no key (seqlen_q > seqlen_k): O = 0, lse = +inf."""
+        release_previous_q(cx)
         for i in range(O_REGS):
             T.buffer_store(cx.acc, T.float32(0), [i])
         for h in range(2):
@@ -329,7 +363,7 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         goes straight to global memory; O through this consumer's rows of the Q tile (dead
         after its last Q K^T) with stmatrix (the accumulator fragment is stmatrix's register
         layout), then one TMA store per 64-column block, clipped at seqlen_q. The Q tile is
-        handed back once the stores have read it."""
+        handed back once the stores have read it (with two Q stages, at the next tile)."""
         for h in range(2):
             total = T.cuda.warp_reduce(cx.l[h], "sum", 4)
             T.buffer_store(cx.l, total, [h])
@@ -350,8 +384,8 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
             for k in range(8):
                 T.buffer_store(cx.frag, T.Cast(dtype, cx.acc[p16 * 8 + k]), [k])
             T.evaluate(T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
-                cx.Qs.ptr_to([lane_row, p16 * 16 + lane_col]), words[0], words[1], words[2],
-                words[3]))
+                cx.Qs.ptr_to([cx.q_stage[0], lane_row, p16 * 16 + lane_col]), words[0],
+                words[1], words[2], words[3]))
         T.evaluate(T.ptx.fence.proxy.async_.shared__cta())
         T.evaluate(T.cuda.warpgroup_sync(1 + cx.consumer))
         r0 = cx.consumer * WG_ROWS
@@ -359,22 +393,35 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
             for cb in range(COLS):
                 c0 = cb * COL_BLOCK
                 Tx.copy_async(cx.O[b, cx.row0:cx.row0 + WG_ROWS, hq, c0:c0 + COL_BLOCK],
-                              cx.Qs[r0:r0 + WG_ROWS, c0:c0 + COL_BLOCK], dispatch="tma_explicit")
+                              cx.Qs[cx.q_stage[0], r0:r0 + WG_ROWS, c0:c0 + COL_BLOCK],
+                              dispatch="tma_explicit")
             T.evaluate(T.ptx.cp.async_.bulk.commit_group())
-            T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(0))
-            cx.q_empty.arrive(0)
+            if QSTAGES == 1:
+                T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(0))
+                cx.q_empty.arrive(0)
+        if QSTAGES > 1:
+            T.buffer_store(cx.prev_q, cx.q_stage[0], [0])
 
-    def consumer_tile(cx, t):
-        m_block, b, hq = tile_coords(t, cx.n_mblocks, cx.B, cx.order)
-        n_max, first_masked = kv_range(m_block, cx.SQ, cx.SK)
-        cx.row0 = m_block * BM + cx.consumer * WG_ROWS
-        cx.q_full.wait(0, cx.qp.phase)
+    def consumer_tile(cx, n_mblocks, B, order):
+        """Tile cx.tile[0]. The key tiles and the first masked one, which every key tile reads,
+        are computed once into registers (cx.tile[1:3]): as expressions, the tile-order
+        arithmetic (integer divisions by runtime sizes) would be expanded at every use, loop
+        included. The rest (the first row, read only on masked tiles; batch and head, read
+        by the epilogue) stays expressions: as registers held through the loop, they spill
+        head_dim 64's consumers (272 B), which have none to spare."""
+        m_block = tile_coords(cx.tile[0], n_mblocks, B, cx.SK, order)[0]
+        for i, value in enumerate(kv_range(m_block, cx.SQ, cx.SK)):
+            T.buffer_store(cx.tile, value, [1 + i])
+        cx.row0, n_max, first_masked = m_block * BM + cx.consumer * WG_ROWS, cx.tile[1], cx.tile[2]
+        T.buffer_store(cx.q_stage, cx.qp.stage, [0])
+        cx.q_full.wait(cx.qp.stage, cx.qp.phase)
         cx.qp.advance()
         with T.If(n_max > 0):
             with T.Then():
                 mainloop(cx, n_max, first_masked)
             with T.Else():
                 no_keys(cx)
+        _, b, hq = tile_coords(cx.tile[0], n_mblocks, B, cx.SK, order)
         epilogue(cx, b, hq)
 
     @T.prim_func
@@ -401,14 +448,14 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
         lane = T.lane_id([32])
 
         pool = T.SMEMPool()
-        q_full = TMABar(pool, 1)
-        q_empty = MBarrier(pool, 1)
+        q_full = TMABar(pool, QSTAGES)
+        q_empty = MBarrier(pool, QSTAGES)
         k_full = TMABar(pool, STAGES)
         k_empty = MBarrier(pool, STAGES)
         v_full = TMABar(pool, STAGES)
         v_empty = MBarrier(pool, STAGES)
         pool.move_base_to(1024)
-        Qs = pool.alloc((BM, D), dtype, layout=Q_layout)
+        Qs = pool.alloc((QSTAGES, BM, D), dtype, layout=Q_layout)
         Ks = pool.alloc((STAGES, BN, D), dtype, layout=KV_layout)
         Vs = pool.alloc((STAGES, BN, D), dtype, layout=KV_layout)
         q_full.init(1)
@@ -428,46 +475,56 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
             if warp == 0:
                 if T.cuda.elect_sync():
                     ring = PipelineState(STAGES, 1)
-                    qp = PipelineState(1, 1)
-                    t: T.int32 = bx
-                    while t < n_tiles:
-                        m_block = T.meta_var(tile_coords(t, n_mblocks, B, order)[0])
-                        b = T.meta_var(tile_coords(t, n_mblocks, B, order)[1])
-                        hq = T.meta_var(tile_coords(t, n_mblocks, B, order)[2])
-                        hkv = T.meta_var(hq // GROUP)
-                        n_max = T.meta_var(kv_range(m_block, SQ, SK)[0])
-                        q_empty.wait(0, qp.phase)
-                        q_full.arrive(0, Q_BYTES)
-                        load(Qs, Q, b, m_block * BM, BM, hq, q_full.ptr_to([0]))
-                        qp.advance()
-                        for j in T.serial(n_max):
-                            n0 = T.meta_var((n_max - 1 - j) * BN)
-                            k_empty.wait(ring.stage, ring.phase)
-                            k_full.arrive(ring.stage, KV_BYTES)
-                            load(Ks, K, b, n0, BN, hkv, k_full.ptr_to([ring.stage]), ring.stage)
-                            v_empty.wait(ring.stage, ring.phase)
-                            v_full.arrive(ring.stage, KV_BYTES)
-                            load(Vs, V, b, n0, BN, hkv, v_full.ptr_to([ring.stage]), ring.stage)
-                            ring.advance()
-                        t = t + n_ctas
+                    qp = PipelineState(QSTAGES, 1)
+                    # the tile in a register; its coordinates as expressions (the producer
+                    # has registers for little else, and issues only a few TMAs per key tile)
+                    t = T.alloc_local((1,), "int32")
+                    wave: T.int32 = 0
+                    while wave * n_ctas < n_tiles:
+                        t[0] = walk_tile(wave, bx, n_ctas)
+                        if t[0] < n_tiles:
+                            m_block = T.meta_var(tile_coords(t[0], n_mblocks, B, SK, order)[0])
+                            b = T.meta_var(tile_coords(t[0], n_mblocks, B, SK, order)[1])
+                            hq = T.meta_var(tile_coords(t[0], n_mblocks, B, SK, order)[2])
+                            hkv = T.meta_var(hq // GROUP)
+                            n_max = T.meta_var(kv_range(m_block, SQ, SK)[0])
+                            q_empty.wait(qp.stage, qp.phase)
+                            q_full.arrive(qp.stage, Q_BYTES)
+                            load(Qs, Q, b, m_block * BM, BM, hq, q_full.ptr_to([qp.stage]),
+                                 qp.stage)
+                            qp.advance()
+                            for j in T.serial(n_max):
+                                n0 = T.meta_var((n_max - 1 - j) * BN)
+                                k_empty.wait(ring.stage, ring.phase)
+                                k_full.arrive(ring.stage, KV_BYTES)
+                                load(Ks, K, b, n0, BN, hkv, k_full.ptr_to([ring.stage]),
+                                     ring.stage)
+                                v_empty.wait(ring.stage, ring.phase)
+                                v_full.arrive(ring.stage, KV_BYTES)
+                                load(Vs, V, b, n0, BN, hkv, v_full.ptr_to([ring.stage]),
+                                     ring.stage)
+                                ring.advance()
+                        wave = wave + 1
         else:
             # ---------------- consumers ----------------
             T.ptx.setmaxnreg.inc.sync.aligned.u32(cfg.consumer_regs)
             cx = T.meta_var(types.SimpleNamespace(
                 consumer=wg_id - 1 if C > 1 else 0, warp=warp, lane=lane,
-                leader=T.And(warp == 0, lane == 0), B=B, SQ=SQ, SK=SK, n_mblocks=n_mblocks,
-                order=order, O=O, LSE=LSE, Qs=Qs, q_full=q_full, q_empty=q_empty, k_full=k_full,
-                k_empty=k_empty, v_full=v_full, v_empty=v_empty,
+                leader=T.And(warp == 0, lane == 0), SQ=SQ, SK=SK, O=O, LSE=LSE, Qs=Qs,
+                q_full=q_full, q_empty=q_empty, k_full=k_full, k_empty=k_empty, v_full=v_full,
+                v_empty=v_empty,
                 s=T.alloc_local((S_REGS,), "float32"), p=T.alloc_local((P_REGS,), "uint32"),
                 acc=T.alloc_local((O_REGS,), "float32"), m=T.alloc_local((2,), "float32"),
                 m_new=T.alloc_local((2,), "float32"), l=T.alloc_local((2,), "float32"),
                 corr=T.alloc_local((2,), "float32"), pv_acc=T.alloc_local((1,), "bool"),
                 frag=T.alloc_local((8,), dtype), q_desc=T.alloc_local((1,), "uint64"),
+                q_stage=T.alloc_local((1,), "int32"), prev_q=T.alloc_local((1,), "int32"),
+                tile=T.alloc_local((3,), "int32"), limit=T.alloc_local((1,), "int32"),
                 k_desc=T.alloc_local((1,), "uint64"), v_desc=T.alloc_local((1,), "uint64"),
                 ks=PipelineState(STAGES, 0), vs=PipelineState(STAGES, 0),
-                qp=PipelineState(1, 0)))
+                qp=PipelineState(QSTAGES, 0)))
             T.cuda.wgmma.encode_matrix_descriptor(
-                T.address_of(cx.q_desc[0]), Qs.ptr_to([0, 0]), 1, ATOM_ROWS_BYTES // 16,
+                T.address_of(cx.q_desc[0]), Qs.ptr_to([0, 0, 0]), 1, ATOM_ROWS_BYTES // 16,
                 SWIZZLE_128B)
             T.cuda.wgmma.encode_matrix_descriptor(
                 T.address_of(cx.k_desc[0]), Ks.ptr_to([0, 0, 0]), 1, ATOM_ROWS_BYTES // 16,
@@ -484,10 +541,13 @@ def build_attention(problem: AttentionProblem, cfg: AttentionSm90Config):
             if PINGPONG:
                 if wg_id == C:  # the last consumer lets consumer 0 take the first turn
                     T.ptx.bar.arrive(T.uint32(SCHED_BARRIER), T.uint32(256))
-            t: T.int32 = bx
-            while t < n_tiles:
-                consumer_tile(cx, t)
-                t = t + n_ctas
+            cx.prev_q[0] = -1  # no tile's O store yet
+            wave: T.int32 = 0
+            while wave * n_ctas < n_tiles:
+                cx.tile[0] = walk_tile(wave, bx, n_ctas)
+                if cx.tile[0] < n_tiles:
+                    consumer_tile(cx, n_mblocks, B, order)
+                wave = wave + 1
             if warp == 0:
                 if lane == 0:
                     T.ptx.cp.async_.bulk.wait_group(0)
