@@ -7,7 +7,9 @@ captured in CUDA graphs under the tuner's timing protocol, with an output check.
     python examples/llama_block.py --list-shapes gemm   # shapes for `python -m autotune.dispatch
     python examples/llama_block.py --list-shapes attention   # prebuild` (GEMM, attention)
 
-Decode: M sequences each add one token, attending over a KV cache of --context tokens.
+Decode: M sequences each add one token, attending over a KV cache of --context tokens. The cache
+has a slot for the new token, written in place as serving engines do (a torch.cat that copies
+the whole cache every step was ~70% of both blocks' decode time, burying the kernels).
 Prefill: one sequence of M tokens, causal. Each block keeps its KV cache in its attention's
 layout: torch's (batch, heads, tokens, head_dim) for SDPA, ours (batch, tokens, heads,
 head_dim) as FlashAttention's. RoPE is left out: it changes no kernel's shape.
@@ -106,7 +108,8 @@ class Block:
         return (x.float() * torch.rsqrt(var + eps)).to(x.dtype) * weight
 
     def __call__(self, x, k_cache=None, v_cache=None):
-        """x: (B, S, HIDDEN). With caches: decode over their tokens and S more."""
+        """x: (B, S, HIDDEN). With caches: decode; the caches' last S token slots take this
+        call's keys and values (written in place), and attention runs over the whole caches."""
         import torch
         import torch.nn.functional as F
 
@@ -118,8 +121,10 @@ class Block:
         if self.attention is None:
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if k_cache is not None:
-            k = torch.cat([k_cache, k], dim=self.cache_dim)
-            v = torch.cat([v_cache, v], dim=self.cache_dim)
+            tokens = k_cache.shape[self.cache_dim]
+            k_cache.narrow(self.cache_dim, tokens - S, S).copy_(k)
+            v_cache.narrow(self.cache_dim, tokens - S, S).copy_(v)
+            k, v = k_cache, v_cache
         causal = k_cache is None
         if self.attention is None:
             attn = torch_attention(q, k, v, causal).transpose(1, 2)
@@ -143,15 +148,17 @@ def time_blocks(calls: dict, rounds: int) -> dict[str, float]:
     return {name: statistics.median(times) for name, times in per_round.items()}
 
 
-def run_case(mode: str, m: int, blocks: dict, args) -> dict:
+def case_inputs(mode: str, m: int, args):
+    """x, each block's KV caches, and a probe call for sdpa_backend_used."""
     import torch
 
     dtype = getattr(torch, args.dtype)
     gen = torch.Generator(device="cpu").manual_seed(m)
     if mode == "decode":
         x = torch.randn(m, 1, HIDDEN, generator=gen).to("cuda", dtype)
-        cache = [torch.randn(m, args.context, KV_HEADS, HEAD_DIM, generator=gen).to("cuda", dtype)
-                 for _ in range(2)]  # FlashAttention's layout; torch's block gets a transposed copy
+        # FlashAttention's layout, with a slot for the new token; torch's block gets a transposed copy
+        cache = [torch.randn(m, args.context + 1, KV_HEADS, HEAD_DIM, generator=gen).to("cuda", dtype)
+                 for _ in range(2)]
         caches = {"torch": [c.transpose(1, 2).contiguous() for c in cache], "autotune": cache}
         probe = (torch.empty(m, HEADS, 1, HEAD_DIM, device="cuda", dtype=dtype),
                  caches["torch"][0], caches["torch"][1], False)
@@ -160,6 +167,13 @@ def run_case(mode: str, m: int, blocks: dict, args) -> dict:
         caches = {"torch": [None, None], "autotune": [None, None]}
         probe = (torch.empty(1, HEADS, m, HEAD_DIM, device="cuda", dtype=dtype),
                  *(torch.empty(1, KV_HEADS, m, HEAD_DIM, device="cuda", dtype=dtype),) * 2, True)
+    return x, caches, probe
+
+
+def run_case(mode: str, m: int, blocks: dict, args) -> dict:
+    import torch
+
+    x, caches, probe = case_inputs(mode, m, args)
     outputs = {name: block(x, *caches[name]) for name, block in blocks.items()}
     ref, out = outputs["torch"].float(), outputs["autotune"].float()
     rel_error = (torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref)).item()
@@ -168,6 +182,32 @@ def run_case(mode: str, m: int, blocks: dict, args) -> dict:
     return {"mode": mode, "M": m, "torch_ms": times["torch"], "autotune_ms": times["autotune"],
             "speedup": times["torch"] / times["autotune"], "rel_error": rel_error,
             "ok": rel_error <= args.tolerance, "torch_sdpa": sdpa_backend_used(*probe)}
+
+
+def profile_case(mode: str, m: int, blocks: dict, args) -> dict:
+    """Each block's CUDA graph, kernel by kernel (autotune/bench/graph_profile.py)."""
+    from autotune.bench.graph_profile import profile_graphs
+
+    x, caches, _ = case_inputs(mode, m, args)
+    return profile_graphs({name: lambda b=block, c=caches[name]: b(x, *c)
+                           for name, block in blocks.items()}, rounds=args.rounds)
+
+
+def profile_report(profiles: dict, routes: dict) -> str:
+    """Markdown: per case, the blocks' time by kernel group side by side, then every kernel of
+    each block in order; the routes dispatch took."""
+    from autotune.bench.graph_profile import group_table, kernel_table
+
+    lines = ["# The decoder block's CUDA graphs, kernel by kernel", "",
+             "torch.profiler (CUDA activities) over interleaved rounds of 10 replays per block, "
+             "each after the protocol's warm-up; per kernel the median over the replays, us", ""]
+    for (mode, m), by_block in profiles.items():
+        lines += [f"## {mode} M={m}", "", group_table(by_block)]
+        for name, profile in by_block.items():
+            lines += [f"### {name}", "", kernel_table(profile)]
+    lines += ["## Routes", ""] + [f"- {op} {key}: {why}" for op, per in routes.items()
+                                  for key, why in per.items()]
+    return "\n".join(lines) + "\n"
 
 
 def report(rows: list[dict], context: dict) -> str:
@@ -202,6 +242,9 @@ def main(argv=None) -> int:
     parser.add_argument("--attention-store", help="attention config store (default: this GPU's)")
     parser.add_argument("--artifacts", help="prebuilt kernels (default ~/.cache/autotune/dispatch)")
     parser.add_argument("--out", help="write <out>.md and <out>.json")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile each case's two graphs kernel by kernel "
+                             "(<out>_profile.md and .json)")
     args = parser.parse_args(argv)
     if args.list_shapes == "gemm":
         print(" ".join(gemm_shapes([*args.decode, *args.prefill])))
@@ -225,8 +268,8 @@ def main(argv=None) -> int:
     dtype = getattr(torch, args.dtype)
     blocks = {"torch": Block(F.linear, None, dtype),
               "autotune": Block(torch.ops.autotune.gemm, torch.ops.autotune.attention, dtype)}
-    rows = [run_case("decode", m, blocks, args) for m in args.decode]
-    rows += [run_case("prefill", m, blocks, args) for m in args.prefill]
+    cases = [("decode", m) for m in args.decode] + [("prefill", m) for m in args.prefill]
+    rows = [run_case(mode, m, blocks, args) for mode, m in cases]
     context = {"device": torch.cuda.get_device_name(0), "host": platform.node(),
                "torch": torch.__version__, "dtype": args.dtype, "decode context": args.context,
                "timing": f"CUDA graph per block call (autotune/runner/protocol.py time_in_graph), "
@@ -242,6 +285,21 @@ def main(argv=None) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(f"{args.out}.md").write_text(text)
         Path(f"{args.out}.json").write_text(json.dumps({"context": context, "rows": rows}, indent=1))
+    if args.profile:
+        from autotune.bench.graph_profile import as_json
+
+        profiles = {case: profile_case(*case, blocks, args) for case in cases}
+        routes = {name: {route.problem.key: route.reason for route in op.routes.values()}
+                  for name, op in (("gemm", gemm), ("attention", attention))}
+        text = profile_report(profiles, routes)
+        if not args.out:
+            print(text)
+        else:
+            Path(f"{args.out}_profile.md").write_text(text)
+            Path(f"{args.out}_profile.json").write_text(json.dumps(
+                {"context": context, "routes": routes,
+                 "profiles": [{"mode": mode, "M": m, **{n: as_json(p) for n, p in by.items()}}
+                              for (mode, m), by in profiles.items()]}, indent=1))
     return 0 if all(r["ok"] for r in rows) else 1
 
 
