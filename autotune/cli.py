@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="replay a recorded table of config -> time_ms/cause instead of running")
     tune.add_argument("--storage", help="Optuna storage URL (default sqlite:///studies/<space>.db)")
     # guided and 50 trials: on four recorded H100 shapes it came within 2% of the best in a
-    # median of 3-41 trials on each, TPE missed one (studies/2026-11-23-h100-sampler-bench/)
+    # median of 1-22 trials on each, TPE missed one (studies/2026-11-23-h100-sampler-bench-s4/)
     tune.add_argument("--sampler", default="guided",
                       help="guided (default; ours: legal one-knob moves of the best measured, "
                            "ranked by the space's cost model), tpe (multivariate), "

@@ -112,10 +112,9 @@ def time_in_graph(launch: Callable[[int], None], n_sets: int, *, replays: int = 
     return per_launch(graph_ms(passes(n), replays, warm), n * n_sets, n_sets)
 
 
-def graph_replays(body: Callable[[], None], replays: int, warm: int = 2) -> list:
-    """Capture `body` (kernel launches on the current stream) in a CUDA graph and return the
-    time of each of `replays` replays in ms, after one run outside the capture (libraries pick
-    their kernels and workspaces there) and `warm` replays of warm-up."""
+def capture_graph(body: Callable[[], None]):
+    """`body` (kernel launches on the current stream) captured in a CUDA graph, after one run
+    outside the capture (libraries pick their kernels and workspaces there)."""
     import torch
 
     side = torch.cuda.Stream()
@@ -126,6 +125,16 @@ def graph_replays(body: Callable[[], None], replays: int, warm: int = 2) -> list
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         body()
+    return graph
+
+
+def graph_replays(body: Callable[[], None], replays: int, warm: int = 2) -> list:
+    """Capture `body` (kernel launches on the current stream) in a CUDA graph and return the
+    time of each of `replays` replays in ms, after one run outside the capture (libraries pick
+    their kernels and workspaces there) and `warm` replays of warm-up."""
+    import torch
+
+    graph = capture_graph(body)
     for _ in range(warm):
         graph.replay()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))

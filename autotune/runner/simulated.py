@@ -25,7 +25,7 @@ from .sides import DevicePool, Key
 _TIME, _CAUSE, _PROBLEM, _VENDOR = "time_ms", "cause", "problem", "vendor"
 _MIN, _MAX = "min_ms", "max_ms"
 # Columns that describe a row, not a knob: its time and spread, and what a recording notes.
-_NOT_KNOBS = (_TIME, _CAUSE, _PROBLEM, _VENDOR, _MIN, _MAX, "rounds", "source")
+_NOT_KNOBS = (_TIME, _CAUSE, _PROBLEM, _VENDOR, _MIN, _MAX, "rounds", "warm_ms", "source")
 _VENDOR_ROW = ("<vendor>",)  # the key of a problem's vendor row
 
 
@@ -67,7 +67,7 @@ class Recorded:
 class RecordedTable:
     """Rows of parameter values with `time_ms` (and optionally its spread, `min_ms` and
     `max_ms`), or a `cause` when the candidate failed. An optional `problem` column
-    (Problem.key) holds several shapes in one table; `rounds` and `source` are notes."""
+    (Problem.key) holds several shapes in one table; `rounds`, `warm_ms` and `source` are notes."""
 
     params: list[str]
     rows: dict[tuple[str, tuple[str, ...]], Recorded]
