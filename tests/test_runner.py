@@ -196,6 +196,22 @@ def test_simulated_runner_replays_table(tmp_path):
     assert runner.provenance.kind == "replayed" and runner.timed
 
 
+class AddedKnobSpace(SyntheticSpace):
+    """A space that gained `swizzle` after the recording: every recorded config ran it off."""
+
+    added_knobs = {"swizzle": False}
+
+
+def test_a_knob_added_after_the_recording_replays_only_at_its_earlier_value():
+    space = AddedKnobSpace()
+    table = RecordedTable.from_frame(space.recorded_frame(PROBLEM))
+    runner = Scheduler(InlineBuilder(compile_nothing), ReplayDevices(table))
+    off, on = runner.run([Candidate(space, dict(GOOD, swizzle=False), PROBLEM),
+                          Candidate(space, dict(GOOD, swizzle=True), PROBLEM)])
+    assert off.time_ms == pytest.approx(SPACE.model_time_ms(GOOD))
+    assert on.cause is Cause.NOT_RECORDED
+
+
 class RuntimeStagesSpace(SyntheticSpace):
     """`stages` passed at launch: configs differing only in it share one binary."""
 

@@ -17,6 +17,7 @@ import hashlib
 import math
 import random
 import time
+from collections.abc import Mapping
 
 from ..spaces.base import Config, Problem
 from .base import Cause, Job, Provenance, Result, Timing
@@ -130,8 +131,14 @@ class RecordedTable:
         text = repr((self.params, sorted(self.rows.items(), key=repr)))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def lookup(self, config: Config, problem: Problem, vendor: bool = False) -> Recorded:
-        """The row of `config` (or the vendor op) on `problem`."""
+    def lookup(self, config: Config, problem: Problem, vendor: bool = False,
+               added_knobs: Mapping[str, object] | None = None) -> Recorded:
+        """The row of `config` (or the vendor op) on `problem`. A knob the table lacks that
+        the space gained after the recording (`added_knobs`) was measured at its earlier value
+        only: a config with another value of it was not recorded."""
+        if not vendor and any(k not in self.params and config[k] != v
+                              for k, v in (added_knobs or {}).items() if k in config):
+            return Recorded(None, Cause.NOT_RECORDED.value)
         values = _VENDOR_ROW if vendor else _key(config.get(p) for p in self.params)
         for problem_key in (problem.key, ""):
             if (problem_key, values) in self.rows:
@@ -165,7 +172,8 @@ class ReplayDevices(DevicePool):
             self.vendor_served += 1
         else:
             self.measured.append(dict(candidate.config))
-        row = self.table.lookup(candidate.config, candidate.problem, candidate.vendor)
+        row = self.table.lookup(candidate.config, candidate.problem, candidate.vendor,
+                                candidate.space.added_knobs)
         if row.cause is not None:
             try:
                 cause_enum = Cause(row.cause)
