@@ -1,4 +1,5 @@
-"""python -m autotune.store export|merge|show: studies -> store files, merging, inspection."""
+"""python -m autotune.store export|merge|show|restamp: studies -> store files, merging,
+inspection, carrying a store over to a template whose change left its kernels alone."""
 
 from __future__ import annotations
 
@@ -52,6 +53,18 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_restamp(args) -> int:
+    from ..spaces import get_space
+    from .restamp import digests_at, restamp
+
+    store = ConfigStore.read(args.file)
+    before = digests_at(args.since, args.file)
+    restamp(store, get_space(store.header.space), before).write(args.file)
+    print(f"{args.file}: {len(store.entries)} entries build the same kernels as at {args.since}; "
+          f"template {store.header.template} -> {ConfigStore.read(args.file).header.template}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autotune.store", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -69,9 +82,15 @@ def main(argv=None) -> int:
     merge_p.add_argument("--out", required=True)
     show = sub.add_parser("show", help="print a store file")
     show.add_argument("file")
+    restamp_p = sub.add_parser("restamp", help="give a store this template's hash if every "
+                               "entry builds the same kernel as under an earlier revision's")
+    restamp_p.add_argument("file")
+    restamp_p.add_argument("--since", required=True,
+                           help="git revision whose template the store was measured with")
     args = parser.parse_args(argv)
     try:
-        return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show}[args.command](args)
+        return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show,
+                "restamp": cmd_restamp}[args.command](args)
     except (UserError, FileNotFoundError) as exc:  # both name what the user got wrong
         print(f"autotune.store: error: {exc}", file=sys.stderr)
         return 2
