@@ -29,6 +29,10 @@ MEMORY_LATENCY_S = 8e-7  # what Little's law needs in flight per SM to sustain i
 SM_MAX_BYTES_PER_S = 1.6e11  # the most one SM draws, however deep its ring
 SPLIT_SYNC_S = 1.5e-6  # split-K: the cluster's barrier and DSMEM exchange, per reduction step
 SMEM_PER_SM = 232448
+# Stream-K ran 1.2-2.5x slower than the tiled configs on all 9 H100 shapes it was measured on
+# (studies/2026-11-23-h100-gemm-s4/; its CTAs' scattered K offsets re-read operands from HBM),
+# which this model does not see: ranked behind its tiled twin by the least of those slowdowns.
+STREAM_K_SLOWDOWN = 1.2
 
 
 def _wgmma_efficiency(n: int) -> float:
@@ -72,4 +76,4 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     unit_s = k_iters * max(compute_s, load_s) + MEMORY_LATENCY_S + epilogue_s
 
     floor_s = (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S
-    return max(waves * unit_s, floor_s) * 1e3
+    return max(waves * unit_s, floor_s) * 1e3 * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
