@@ -39,6 +39,9 @@ def cfg(**kw):
     (cfg(consumer_regs=160), PROBLEM, "must be 240 or 232"),
     (cfg(consumers=3, consumer_regs=168), PROBLEM, "leave the producer 8"),
     (cfg(block_n=256), PROBLEM, "cannot hold S, P and O fragments"),
+    # the sweep's 4 spills: at q_stages 1 this config is legal (test below)
+    (cfg(block_n=80, consumers=3, consumer_regs=160, pingpong=False, overlap=False, q_stages=2),
+     PROBLEM, "plus 40 for the rest (q_stages=2): need 164"),
     (cfg(block_n=192, stages=3), PROBLEM, "exceeds the 232448 B"),
     (cfg(rescale_threshold=-1.0), PROBLEM, "must be >= 0"),
     (cfg(rescale_threshold=16.0), dataclasses.replace(PROBLEM, dtype="float16"),
@@ -54,6 +57,12 @@ def cfg(**kw):
 ])
 def test_illegal_configs_are_refused_with_the_rule_they_break(config, problem, rule):
     assert any(rule in v for v in violations(config, problem)), violations(config, problem)
+
+
+def test_a_second_q_stage_alone_makes_the_margin_short():
+    one = cfg(block_n=80, consumers=3, consumer_regs=160, pingpong=False, overlap=False)
+    assert violations(one, PROBLEM) == []
+    assert len(violations(dataclasses.replace(one, q_stages=2), PROBLEM)) == 1
 
 
 def test_build_refuses_an_illegal_config_before_tracing():

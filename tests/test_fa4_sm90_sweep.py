@@ -41,15 +41,6 @@ def test_record_covers_every_binary_of_the_legal_space():
     assert gaps is None, f"{gaps}: finish or re-run the sweep with `{RERUN}`"
 
 
-# Template 90044c1e8281ff0e (q_stages joined the space): 572 of 576 binaries clean; the 4 others,
-# three consumers at 160 registers, block_n 80, q_stages 2, neither overlap nor ping-pong, not
-# persistent, order head (stages 2 and 3 x rescale 0 and 8), spill 24 B with an 8 B stack: the
-# second Q stage's barrier and addresses take the 32-register overhead margin's last ones. The
-# fix is a rule in kernels/fa4/_sm90_config.py giving q_stages 2 eight more registers; it changes
-# the template, so the sweep and the H100 store are re-made with it. Strict: the re-made record
-# passes and this mark must go.
-@pytest.mark.xfail(strict=True, reason="4 of 576 binaries (block_n 80, 3 consumers at 160 "
-                   "registers, q_stages 2) spill 24 B: the q_stages register rule is still to come")
 def test_every_binary_compiled_without_spills():
     _, rows = load_record()
     bad = sweep.bad_rows(rows)

@@ -31,6 +31,10 @@ L2_GROUP_BYTES = 24 << 20
 # statistics, indices, addresses): calibrated on the compile sweep (studies/
 # 2026-11-23-fa4-sm90-compile-sweep/), where every config within this margin compiled spill-free.
 CONSUMER_OVERHEAD_REGS = 32
+# A second Q stage takes 8 more (its barrier phases and tile addresses): with q_stages=2, the
+# session-4 sweep's 4 binaries at exactly the 32-register margin spilled 24 B (block_n 80, three
+# consumers at 160), every one with 12 or more registers to spare compiled clean.
+Q_STAGE_OVERHEAD_REGS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,11 +181,13 @@ def violations(cfg: AttentionSm90Config, problem: AttentionProblem) -> list[str]
                    f"the producer {cfg.producer_regs} of the "
                    f"{block_registers(cfg.consumers, cfg.ctas_per_sm)} "
                    "the block's warpgroups share per thread-slot; setmaxnreg needs at least 24")
-    need = fragment_regs(cfg, d) + CONSUMER_OVERHEAD_REGS
+    overhead = CONSUMER_OVERHEAD_REGS + (Q_STAGE_OVERHEAD_REGS if cfg.q_stages > 1 else 0)
+    need = fragment_regs(cfg, d) + overhead
     if cfg.consumer_regs < need:
         out.append(f"consumer_regs={cfg.consumer_regs} cannot hold S, P and O fragments "
                    f"({fragment_regs(cfg, d)} registers at block_n={cfg.block_n}, "
-                   f"head_dim={d}) plus {CONSUMER_OVERHEAD_REGS} for the rest: need {need}")
+                   f"head_dim={d}) plus {overhead} for the rest (q_stages={cfg.q_stages}): "
+                   f"need {need}")
     smem, limit = smem_bytes(cfg, d), smem_limit(cfg.ctas_per_sm)
     if smem > limit:
         out.append(f"shared memory {smem} B ({cfg.q_stages} Q tile(s) + {cfg.stages} stages of "
@@ -249,6 +255,11 @@ def compile_key(cfg: AttentionSm90Config) -> tuple:
 #   536); persistent CTAs beat one CTA per tile only once (non-causal 16k, block_n 160, +2%).
 # - causal block_n = block_m (128): only the diagonal tile needs the mask; wider or narrower
 #   key tiles mask up to two tiles per query tile and lost 27-61% at 1k-4k.
+# - one Q stage: a second pays only with persistent CTAs (their next tile's loads overlap this
+#   one's end), and their static walk is unbalanced under a causal mask: at causal 16k persistent
+#   + q_stages 2 ran 448 TFLOP/s against the default's 608 (studies/2026-11-23-h100-fa4-sm90-s4/).
+#   Non-causal it gained 4% (geomean of 1k-16k, 612 vs 588), measured on the four shapes it would
+#   be chosen from only: not adopted until judged on others.
 DEFAULTS = {
     (128, False): AttentionSm90Config(block_n=176, rescale_threshold=8.0),
     (128, True): AttentionSm90Config(block_n=128, rescale_threshold=8.0),
