@@ -166,6 +166,13 @@ class _ProblemDriver:
             self._snapshot, self._told_uncounted = self.study.get_trials(deepcopy=False), set()
         return [t for t in self._snapshot if counts(t) and t.number not in self._told_uncounted]
 
+    def _spent(self, trials: list[FrozenTrial]) -> int:
+        """The budget `trials` spend: their distinct configs. Two drivers may measure one
+        config at once; the later trial ends as the earlier's duplicate, so while both run
+        they hold one config's budget, not two (counting two let a later config be refused
+        as over budget, and the study lost it)."""
+        return len({_key(t.params) for t in trials})
+
     def _enqueue_start(self) -> None:
         """The default, then the space's seed configs, once per study (a resumed study has
         them); with fixed parameters, those configs with the fixed values, once per fix."""
@@ -263,7 +270,7 @@ class _ProblemDriver:
         twin = next((t.number for t in earlier if t.params == trial.params), None)
         if twin is not None:
             attrs["duplicate_of"] = twin
-        elif len(earlier) >= self.trials:
+        elif self._spent(earlier) >= self.trials:
             state, value = TrialState.PRUNED, None
             attrs.update(outcome=OVER_BUDGET, message="the study's budget was spent by trials "
                                                       "created before this one")
@@ -284,10 +291,10 @@ class _ProblemDriver:
 
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
-        spent = len(self._counting())  # by every driver of the study: they share one budget
+        spent = self._spent(self._counting())  # by every driver: they share one budget
         if spent >= self.trials:  # as of the step's read: other drivers' trials may have ended
             self._snapshot = None  # as duplicates since, freeing budget; decide on a fresh read
-            spent = len(self._counting())
+            spent = self._spent(self._counting())
         while self.runner.in_flight < self.runner.slots and spent < self.trials \
                 and not self.stopped:
             refused = self.proposals.refused
@@ -400,10 +407,12 @@ def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
                                 sampler=sampler, direction="minimize", load_if_exists=True)
     where = {"kind": provenance.kind, **provenance.detail}
     if "space" not in study.user_attrs:
-        for name, value in {"space": space.name, "kernel": space.kernel, "arch": space.arch,
+        # "space" goes last: a driver starting beside this one reads it as "the rest is written"
+        # (read earlier, a missing timer looked like an old study's rotate and was refused).
+        for name, value in {"kernel": space.kernel, "arch": space.arch,
                             "problem": problem.key, "shape": problem.values, "dtype": problem.dtype,
                             "flops": space.flops(problem), "timed": provenance.timed,
-                            "timer": timer, "provenance": where}.items():
+                            "timer": timer, "provenance": where, "space": space.name}.items():
             study.set_user_attr(name, value)
     stored = study.user_attrs.get("timer", "rotate")  # studies from before the choice: rotate
     if provenance.timed and stored != timer:
