@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Session 5 on one warm GPU machine, four calls back to back (TVM staged in two parts, the
+# optuna/ray site in a third: together they are over the 64 MiB a call carries):
+#   bash scripts/gpu_suite_s5.sh stage   # carry .bundle/tvm-a
+#   bash scripts/gpu_suite_s5.sh site    # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s5.sh attn    # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s5.sh gemm    # carry .bundle/tvm-b
+# attn: (issue 20) the strided-q/k/v GPU tests; a short study of the decoder block's three
+#   prefill GEMM shapes the committed store lacks, merged into a copy of it; the decoder block
+#   at decode and prefill on that store; the attention benchmark (built here).
+# gemm: (issue 18) session 4's stream-K rework on 13 seen shapes: the best tiled config, it as
+#   stream-K with evict-first and evict-normal L2 loads (studies/2026-11-23-h100-gemm-s5/*.json);
+#   Nsight Compute of ours (default and stored config) vs cuBLAS on two ragged long-K shapes.
+# Results: $OUT/<step>.tgz.
+if [ "$1" = site ]; then
+  mkdir -p ${TMPDIR:-/tmp}/site && tar -xJf .bundle/device-site.tar.xz -C ${TMPDIR:-/tmp}/site
+  ls ${TMPDIR:-/tmp}/site | head; exit 0
+fi
+source scripts/gpu_suite_common.sh "$1"
+source scripts/gpu_env.sh
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+S5=studies/2026-11-23-h100-gemm-s5
+sha256sum $STORE studies/configs/fa4_sm90/*.json | tee $R/stores.sha256
+case $1 in
+attn)
+  timeout 120 python3 -m pytest -q -p no:cacheprovider ${STRIDED_TESTS:-tests/test_strided_tma_gpu.py} \
+    2>&1 | tail -15 | tee $R/strided_tests.txt
+  BLOCK_GEMM="4096x28672x4096 4096x6144x4096 4096x4096x14336"
+  rm -f $SCRATCH/block.db && DB=sqlite:///$SCRATCH/block.db
+  timeout ${BLOCK_STUDY_S:-130} autotune tune gemm_sm90 --shapes $BLOCK_GEMM --trials 8 --gpus 0 \
+    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 40 > $R/block_study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/block_gemm_store.json
+  trials_csv $DB $R/block_trials.csv
+  python3 -m autotune.store merge $STORE $R/block_gemm_store.json --out $SCRATCH/block_store.json
+  echo "block study done at $SECONDS s" | tee -a $R/run.log
+  timeout ${BLOCK_S:-110} python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 5 \
+    --store $SCRATCH/block_store.json --out $R/llama_block_decode 2>&1 | tail -12
+  timeout ${BLOCK_S:-150} python3 examples/llama_block.py --decode --prefill 512 2048 4096 \
+    --rounds 7 --profile --store $SCRATCH/block_store.json --out $R/llama_block_prefill 2>&1 | tail -14
+  echo "block done at $SECONDS s" | tee -a $R/run.log
+  timeout ${BENCH_BUILD_S:-100} python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
+    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
+  timeout ${BENCH_S:-180} python3 -m autotune.bench.attention run $SCRATCH/bench $R \
+    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
+  ;;
+gemm)
+  SK="2500x5120x17920 600x5120x13824 1200x2304x5760 333x18432x2304 512x4096x4096 512x4096x14336
+      512x28672x4096 700x6144x16384 160x9216x8192 3100x8192x22016 200x2048x5632 1800x4096x11008
+      450x22016x4096"
+  for v in tiled sk_first sk_normal; do
+    timeout ${SK_S:-100} autotune compare gemm --store $S5/$v.json --shapes $SK --rounds 3 \
+      --out $R/sk_$v 2>&1 | tail -n 18
+    echo "stream-K $v done at $SECONDS s" | tee -a $R/run.log
+  done
+  for shape in ${NCU_SHAPES:-3100x8192x22016 1800x4096x11008}; do
+    python3 scripts/ncu_gemm.py build $SCRATCH/ncu $shape --store $STORE > $R/ncu_build.log 2>&1
+    OUT=$R timeout 120 bash scripts/ncu_gemm.sh $SCRATCH/ncu $shape 2>&1 | tail -n 40
+    echo "ncu $shape done at $SECONDS s" | tee -a $R/run.log
+  done
+  ;;
+*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm" >&2; exit 2 ;;
+esac
+tar czf $OUT/$1.tgz -C $R .
