@@ -134,11 +134,18 @@ def test_calls_no_kernel_can_serve_are_refused_by_name(shapes, dtypes, words):
         ATTENTION.call_problem(args)
 
 
-def test_launcher_passes_contiguous_buffers_and_returns_o():
-    """A fused qkv projection's q, k, v are strided views: the kernel gets contiguous copies,
-    a fresh o and an lse of (batch, heads_q, seqlen_q) float32, and the call returns o."""
-    qkv = torch.randn(2, 9, 6 * 64, dtype=torch.bfloat16)
-    q, k, v = (t.view(2, 9, -1, 64) for t in qkv.split([4 * 64, 64, 64], dim=-1))
+def fused_views(b=2, s=9, hq=4, hkv=1, d=64):
+    """q, k, v as a fused qkv projection has them: strided views of one tensor."""
+    qkv = torch.randn(b, s, (hq + 2 * hkv) * d, dtype=torch.bfloat16)
+    return tuple(t.view(b, s, -1, d) for t in qkv.split([hq * d, hkv * d, hkv * d], dim=-1))
+
+
+def test_launcher_passes_the_views_as_they_are_and_returns_o():
+    """A fused qkv projection's q, k, v are strided views: the kernel (whose TMA descriptors
+    take their strides) gets them uncopied, a fresh o and an lse of (batch, heads_q, seqlen_q)
+    float32, and the call returns o."""
+    q, k, v = fused_views()
+    assert not any(t.is_contiguous() for t in (q, k, v))
     args = (q, k, v, True)
     p = ATTENTION.call_problem(args)
     seen = []
@@ -149,12 +156,48 @@ def test_launcher_passes_contiguous_buffers_and_returns_o():
 
     o = ATTENTION.launcher(args, p, kernel)(args, None)
     (bq, bk, bv, bo, lse), = seen
-    assert all(t.is_contiguous() for t in (bq, bk, bv, bo))
-    assert torch.equal(bq, q) and torch.equal(bk, k) and torch.equal(bv, v)
+    assert bq is q and bk is k and bv is v
     assert o is bo and bool((o == 1).all()) and tuple(o.shape) == (2, 9, 4, 64)
     assert tuple(lse.shape) == (2, 4, 9) and lse.dtype == torch.float32
     out = torch.empty_like(q)
     assert ATTENTION.launcher(args, p, kernel)(args, out) is out
+    assert seen[1][3] is out
+
+
+def refusing_kernel(contiguous_only, seen):
+    """A kernel as tirx.Kernel refuses a view it cannot take: before launching, with
+    tirx.LayoutError; o filled with 1 where it runs."""
+    from tirx import LayoutError
+
+    def kernel(*buffers, check=True):
+        seen.append(buffers)
+        if not all(t.is_contiguous() for t in buffers):
+            raise LayoutError("k: Q must be contiguous", contiguous_only=contiguous_only)
+        buffers[3].fill_(1.0)
+
+    return kernel
+
+
+@pytest.mark.parametrize("contiguous_only", [True, False])
+def test_a_kernel_that_refuses_views_gets_contiguous_copies(contiguous_only):
+    """A binary that reads q through a pointer (contiguous_only) is handed copies from its first
+    refusal on; one that only refused these strides is offered the views again next call. A
+    strided `out` gets the kernel's contiguous o copied in."""
+    q, k, v = fused_views()
+    args = (q, k, v, True)
+    seen = []
+    launch = ATTENTION.launcher(args, ATTENTION.call_problem(args),
+                                refusing_kernel(contiguous_only, seen))
+    o = launch(args, None)
+    assert len(seen) == 2 and seen[0][0] is q  # the views, refused; then copies
+    assert all(t.is_contiguous() for t in seen[1][:4])
+    assert torch.equal(seen[1][0], q) and torch.equal(seen[1][1], k) and torch.equal(seen[1][2], v)
+    assert o is seen[1][3] and bool((o == 1).all())
+    seen.clear()
+    out = torch.zeros(2, 9, 8, 64, dtype=torch.bfloat16)[:, :, 2:6]  # a strided out
+    assert launch(args, out) is out and bool((out == 1).all())
+    assert len(seen) == (1 if contiguous_only else 2)
+    assert seen[-1][3] is not out and seen[-1][3].is_contiguous()
 
 
 def test_vendor_launcher_and_fake_have_the_kernels_output():
@@ -218,6 +261,28 @@ def test_a_gqa_decode_step_runs_with_its_heads_packed_into_rows(causal):
     out = torch.empty_like(q)
     assert ATTENTION.launcher(args, packed, reference_kernel(packed))(args, out) is out
     assert torch.equal(out, o)
+
+
+def test_a_packed_decode_step_from_fused_views_copies_q_alone():
+    """Packing the heads copies q (its rows are the group's heads); k and v go as they are."""
+    q, k, v = fused_views(b=3, s=37, hq=8, hkv=2)
+    q = q[:, -1:]  # the step's one query
+    args = (q, k, v, True)
+    packed = ATTENTION.call_problem(args)
+    seen = []
+    compute = reference_kernel(packed)
+
+    def kernel(*buffers, check=True):
+        seen.append(buffers)
+        compute(*buffers)
+
+    o = ATTENTION.launcher(args, packed, kernel)(args, None)
+    (bq, bk, bv, _, _), = seen
+    assert bq.is_contiguous() and tuple(bq.shape) == (3, 4, 2, 64)
+    assert bk is k and bv is v and not k.is_contiguous()
+    p = problem(3, 1, 37, hq=8, hkv=2, d=64, causal=True)
+    want = ATTENTION.reference(p, [q, k, v, None, None])[0]
+    assert float((o.float() - want).abs().max()) < 1e-2
 
 
 @pytest.mark.parametrize("sq, hq, hkv, packs", [(1, 32, 8, True), (1, 8, 8, False),

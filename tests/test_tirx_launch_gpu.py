@@ -83,8 +83,31 @@ def test_cluster_kernel_runs_as_clusters():
 def test_wrong_buffer_is_refused_before_launch():
     kernel = tirx.Kernel(load("tma_scale_sm90"))
     a = torch.randn(256, 256, dtype=torch.float16, device="cuda")
-    with pytest.raises(tirx.LaunchError, match="A must be a contiguous float16 tensor of shape"):
+    with pytest.raises(tirx.LaunchError, match="A must be a float16 tensor of shape"):
         kernel(a, a)
+
+
+def test_a_view_is_read_through_its_own_strides():
+    """A (read through TMA alone) may be a strided view: its descriptor gets the view's
+    strides, encoded afresh for a view at an address and sizes seen before with other strides.
+    D (a pointer) must be contiguous, checked or not."""
+    kernel = tirx.Kernel(load("tma_scale_sm90"))
+    assert [a.strided for a in kernel.spec.args] == [True, False]
+    wide = torch.randn(256, 1024, dtype=torch.float16, device="cuda")
+    for a in (wide.view(-1)[:256 * 512].view(256, 512), wide[:, :512], wide[:, 256:768]):
+        d = poisoned(256, 512, dtype=torch.float16)
+        kernel(a, d)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(d, a * 2, rtol=0, atol=0)
+    d = poisoned(256, 1024, dtype=torch.float16)
+    with pytest.raises(tirx.LayoutError, match="D must be contiguous, got shape \\(256, 512\\) "
+                                               "with strides \\(1024, 1\\)"):
+        kernel(wide[:, :512], d[:, :512], check=False)
+    with pytest.raises(tirx.LayoutError, match="A has shape .* stride of 1026 bytes"):
+        kernel(torch.zeros(256, 513, dtype=torch.float16, device="cuda")[:, :512],
+               poisoned(256, 512, dtype=torch.float16))
+    torch.cuda.synchronize()
+    assert d.isnan().all()
 
 
 def test_scalar_arguments_are_passed_at_each_launch():
@@ -118,3 +141,17 @@ def test_one_binary_serves_every_runtime_size():
         torch.testing.assert_close(lse, want, rtol=0, atol=0)
     with pytest.raises(tirx.LaunchError, match="O must be"):
         kernel(q, poisoned(B, S + 1, 4, 64, dtype=torch.float16), lse)
+
+
+
+def test_runtime_sizes_and_a_strided_view_together():
+    """Q's descriptor has runtime dims; a view of a wider (B, S, 7, 64) tensor's heads 1..4
+    brings its own strides."""
+    kernel = tirx.Kernel(load("tma_rows_runtime_sm90"))
+    for B, S in [(2, 127), (1, 1000), (3, 64)]:
+        q = torch.randn(B, S, 7, 64, dtype=torch.float16, device="cuda")[:, :, 1:5]
+        d = poisoned(B, S, 4, 64, dtype=torch.float16)
+        lse = poisoned(B, 4, S, dtype=torch.float32)
+        kernel(q, d, lse)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(d, q * 2, rtol=0, atol=0)

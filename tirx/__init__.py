@@ -9,7 +9,7 @@ cuda-bindings alone (no TVM there).
 
 from .arch import ARCHS, ArchLimits, limits
 from .artifact import Artifact, LaunchSpec, Resources, TensorMapSpec
-from .errors import CompileError, LaunchError, ResourceLimitError
+from .errors import CompileError, LaunchError, LayoutError, ResourceLimitError
 from .resources import check_resources
 
 
@@ -31,5 +31,6 @@ def __getattr__(name):
 
 __all__ = [
     "ARCHS", "ArchLimits", "Artifact", "CompileError", "Kernel", "LaunchError", "LaunchSpec",
-    "ResourceLimitError", "Resources", "TensorMapSpec", "build", "check_resources", "limits",
+    "LayoutError", "ResourceLimitError", "Resources", "TensorMapSpec", "build", "check_resources",
+    "limits",
 ]

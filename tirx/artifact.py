@@ -11,13 +11,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import shutil
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
-from .symbolic import freeze
+from .symbolic import evaluate, freeze
 
 FORMAT_VERSION = 1
+# bytes per element, by TVM dtype
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
+               "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
+               "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,12 +77,17 @@ class ArgSpec:
     """What the caller passes, in the PrimFunc's order: a device buffer, or (kind "scalar",
     shape ()) a number passed by value at launch. A buffer dimension is an int, or the name of
     the size variable the caller's tensor sets at launch (equal names, equal sizes). Kind
-    "scratch" (SCRATCH_PREFIX): a constant-shape buffer the launcher supplies, not the caller."""
+    "scratch" (SCRATCH_PREFIX): a constant-shape buffer the launcher supplies, not the caller.
+    strided: the kernel reaches this buffer only through TMA descriptors that each span it in
+    its natural (contiguous) layout, so the launcher may encode them with a tensor's own strides
+    and the caller may pass a strided view (strided_args); else contiguous only.
+    An artifact.json written before the field has it derived on load (Artifact.load)."""
 
     name: str
     shape: tuple[int | str, ...]
     dtype: str
     kind: str = "buffer"
+    strided: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +187,8 @@ class Artifact:
             cluster=tuple(launch["cluster"]) if launch["cluster"] else None,
             dynamic_smem=launch["dynamic_smem"],
         )
+        if any("strided" not in a for a in launch["args"]):
+            spec = mark_strided(spec)  # written before the field: the rule reads only the file
         log = directory / "ptxas.log"
         return cls(
             key=meta["key"],
@@ -188,3 +201,62 @@ class Artifact:
             ptxas_log=log.read_text() if log.exists() else "",
             path=directory,
         )
+
+
+# Runtime sizes are compared as values: equal at a few random assignments of the size variables
+# (the expressions are integer arithmetic; a coincidence at all of them is not a concern).
+_TRIALS = 3
+
+
+def _sizes_at(spec: LaunchSpec, seed: int):
+    """Caller arguments standing for one assignment of the size variables (a scalar named like
+    a size is that size, as check_args has it), and the size of a dim (int or variable name)."""
+    rng, values = random.Random(seed), {}
+
+    def size(d):
+        return d if isinstance(d, int) else values.setdefault(d, rng.randrange(2, 1 << 20))
+
+    args = [size(a.name) if a.kind == "scalar" else SimpleNamespace(shape=tuple(map(size, a.shape)))
+            for a in spec.args]
+    return args, size
+
+
+def _natural(m: TensorMapSpec, arg: ArgSpec, args, size) -> bool:
+    """Whether `m` spans `arg` in its natural layout: no offset, its elements, its dims
+    innermost first, and the byte strides of a contiguous tensor."""
+    itemsize = DTYPE_BYTES.get(arg.dtype)
+    if m.offset or m.rank != len(arg.shape) or itemsize is None or \
+            DTYPE_BYTES.get(m.dtype) != itemsize or len(m.global_strides) != m.rank - 1:
+        return False
+    dims = [size(d) for d in reversed(arg.shape)]
+    strides, acc = [], itemsize
+    for d in dims[:-1]:
+        acc *= d
+        strides.append(acc)
+    try:
+        return ([evaluate(x, args) for x in m.global_dims] == dims
+                and [evaluate(x, args) for x in m.global_strides] == strides)
+    except (IndexError, ZeroDivisionError, TypeError, AttributeError):
+        return False
+
+
+def strided_args(spec: LaunchSpec) -> frozenset[int]:
+    """Indices of the buffer arguments a strided view may be passed for: the kernel gets no
+    pointer to them, only TMA descriptors, and every one spans the buffer in its natural layout
+    (then the tensor's own strides describe the same elements to the descriptor)."""
+    pointers = {p.arg for p in spec.params if p.kind == "pointer"}
+    maps: dict[int, list[TensorMapSpec]] = {}
+    for m in spec.tensor_maps:
+        maps.setdefault(m.arg, []).append(m)
+    trials = [_sizes_at(spec, seed) for seed in range(_TRIALS)]
+    return frozenset(
+        i for i, a in enumerate(spec.args)
+        if a.kind == "buffer" and i not in pointers and maps.get(i)
+        and all(_natural(m, a, args, size) for m in maps[i] for args, size in trials))
+
+
+def mark_strided(spec: LaunchSpec) -> LaunchSpec:
+    """`spec` with ArgSpec.strided set by strided_args."""
+    strided = strided_args(spec)
+    return dataclasses.replace(spec, args=tuple(
+        dataclasses.replace(a, strided=i in strided) for i, a in enumerate(spec.args)))

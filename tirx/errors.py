@@ -31,3 +31,15 @@ class ResourceLimitError(CompileError):
 
 class LaunchError(RuntimeError):
     """A CUDA driver call failed while loading or launching an artifact."""
+
+
+class LayoutError(LaunchError):
+    """A tensor laid out in memory in a way its kernel cannot take, found before anything is
+    launched (so the caller may retry with a contiguous copy). contiguous_only: the kernel takes
+    this argument contiguous only (it reaches the buffer through a pointer, or through TMA
+    descriptors that do not span it in its natural layout); else it takes strided views, but
+    not these strides (a rule of TMA descriptors they break is named)."""
+
+    def __init__(self, message: str, contiguous_only: bool):
+        self.contiguous_only = contiguous_only
+        super().__init__(message)

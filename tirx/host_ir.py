@@ -7,13 +7,18 @@ reach those calls through a chain of bindings back to the packed arguments; we f
 to learn which caller argument (and byte offset) each one is. Sizes the kernel takes at launch
 (variable buffer dimensions, scalar parameters) reach the grid, the descriptors and the kernel's
 parameters as expressions, which we record over the caller's arguments (tirx.symbolic).
+
+A buffer the kernel reaches only through TMA descriptors, each over the whole buffer in its
+natural layout (dims its shape, strides those of a contiguous tensor), can be passed as a strided
+view: the launcher encodes the descriptors with the tensor's own strides (ArgSpec.strided,
+set by tirx.artifact.strided_args).
 """
 
 from __future__ import annotations
 
 import inspect
 
-from .artifact import SCRATCH_PREFIX, ArgSpec, LaunchSpec, ParamSpec, TensorMapSpec
+from .artifact import SCRATCH_PREFIX, ArgSpec, LaunchSpec, ParamSpec, TensorMapSpec, mark_strided
 from .errors import CompileError
 
 # CUtensorMapDataType by TVM dtype (cuda.h enum values).
@@ -247,7 +252,7 @@ def launch_spec(prim_func, host_func) -> LaunchSpec:
             arg, offset = bindings.caller_pointer(p)
             params.append(ParamSpec("pointer", arg=arg, offset=offset))
 
-    return LaunchSpec(
+    return mark_strided(LaunchSpec(
         symbol=str(launch.args[0].value),
         args=_arg_specs(prim_func),
         params=tuple(params),
@@ -256,4 +261,4 @@ def launch_spec(prim_func, host_func) -> LaunchSpec:
         block=tuple(dims["block"]),
         cluster=tuple(dims["cluster"]) if has_cluster else None,
         dynamic_smem=dynamic_smem,
-    )
+    ))

@@ -6,6 +6,12 @@ cuLaunchKernelEx with the cluster attribute. Parameters are passed as a void** a
 copies at launch, so launches are CUDA-graph capturable. A kernel with runtime sizes (buffer
 dimensions named by a variable) reads them off the caller's tensors and evaluates its grid,
 descriptors and size parameters from them (tirx.symbolic); a grid with no CTA launches nothing.
+
+Layouts: a buffer the kernel reaches only through TMA descriptors over its natural layout
+(ArgSpec.strided) may be a strided view, whose descriptors are encoded with its own strides
+(tma_strides; refused, naming the rule, where TMA cannot take them: layout_problems). Every
+other buffer must be contiguous. Layouts are checked at every launch, checked or not: a view
+the kernel cannot take raises tirx.LayoutError before anything is launched.
 """
 
 from __future__ import annotations
@@ -15,13 +21,16 @@ import numbers
 
 from cuda.bindings import driver as cu
 
+from .artifact import DTYPE_BYTES as _DTYPE_SIZE
 from .artifact import Artifact
-from .errors import LaunchError
+from .errors import LaunchError, LayoutError
 from .symbolic import evaluate, leaves
 
 _MAX_CACHED_MAPS = 64
-_DTYPE_SIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
-               "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+# cuTensorMapEncodeTiled's rules for a global tensor: strides (all but the innermost, which is
+# one element) are multiples of 16 bytes below 2^40; the address is 16-byte aligned
+TMA_ALIGN = 16
+TMA_MAX_STRIDE = 1 << 40
 _SCALAR_CTYPE = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint32": ctypes.c_uint32,
                  "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}
 
@@ -71,20 +80,93 @@ def _stream_handle(stream, args) -> int:
 
 
 def _caller_args(spec) -> list:
-    """The arguments the caller passes: all but the kernel's scratch buffers."""
-    return [a for a in spec.args if a.kind != "scratch"]
+    """The arguments the caller passes, with their index in spec.args: all but the kernel's
+    scratch buffers."""
+    return [(i, a) for i, a in enumerate(spec.args) if a.kind != "scratch"]
+
+
+def _dense_strides(shape, strides) -> list[int]:
+    """Element strides, outermost first, with each dimension of size 1 given the stride a
+    contiguous tensor gives it (any stride addresses its one index): a tensor torch calls
+    contiguous gets exactly the contiguous strides."""
+    out = list(strides)
+    for d in reversed(range(len(shape))):
+        if shape[d] == 1:
+            out[d] = out[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
+    return out
+
+
+def tma_strides(shape, strides, itemsize: int) -> tuple[int, ...]:
+    """The global strides, in bytes and innermost first, of a tensor map spanning a tensor in
+    its natural layout (TensorMapSpec.global_strides: all but the innermost), for a tensor of
+    `shape` with element `strides` (torch's order: outermost first)."""
+    return tuple(s * itemsize for s in reversed(_dense_strides(shape, strides)[:-1]))
+
+
+def layout_problems(shape, strides, itemsize: int, address: int | None = None) -> list[str]:
+    """The TMA rules a tensor of `shape` with element `strides` (outermost first) breaks, as
+    sentences; [] when tensor maps over its natural layout can take its own strides."""
+    if not shape or 0 in shape:  # nothing to address
+        return []
+    dense = _dense_strides(shape, strides)
+    out = []
+    if dense[-1] != 1:
+        out.append(f"its innermost stride is {dense[-1]} elements, and TMA reads the innermost "
+                   "dimension contiguously (stride 1)")
+    for d, s in enumerate(dense[:-1]):
+        b = s * itemsize
+        if b <= 0 or b % TMA_ALIGN or b >= TMA_MAX_STRIDE:
+            out.append(f"dimension {d} has a stride of {b} bytes, and TMA takes only positive "
+                       f"multiples of {TMA_ALIGN} bytes below 2^40")
+    if all(s > 0 for s in dense):  # an output's elements must not share memory
+        spans = sorted((s, n) for s, n in zip(dense, shape) if n > 1)
+        if any(s2 < s1 * n1 for (s1, n1), (s2, _) in zip(spans, spans[1:])):
+            out.append("its dimensions are not nested in memory (in stride order each must "
+                       "step past the whole span of those inside it), so elements may share "
+                       "an address")
+    if address is not None and address % TMA_ALIGN:
+        out.append(f"its address {address:#x} is not {TMA_ALIGN}-byte aligned, as TMA needs")
+    return out
+
+
+def _how_reached(spec, index: int) -> str:
+    if any(p.kind == "pointer" and p.arg == index for p in spec.params):
+        return "through a pointer"
+    if any(m.arg == index for m in spec.tensor_maps):
+        return "through TMA descriptors that do not span it in its natural layout"
+    return "other than through TMA descriptors"
+
+
+def layout_error(spec, index: int, a) -> LayoutError | None:
+    """Why the kernel cannot take tensor `a` as argument `index` (of spec.args) as it is laid
+    out, or None when it can: a contiguous tensor, or a strided view of an ArgSpec.strided
+    argument whose strides TMA can take."""
+    if isinstance(a, int) or a.is_contiguous():
+        return None
+    want, shape, strides = spec.args[index], tuple(a.shape), tuple(a.stride())
+    if not want.strided:
+        return LayoutError(f"{spec.symbol}: {want.name} must be contiguous, got shape {shape} "
+                           f"with strides {strides}: the kernel reaches it "
+                           f"{_how_reached(spec, index)}, so it cannot take other strides",
+                           contiguous_only=True)
+    problems = layout_problems(shape, strides, _DTYPE_SIZE[want.dtype], a.data_ptr())
+    if problems:
+        return LayoutError(f"{spec.symbol}: {want.name} has shape {shape} with strides "
+                           f"{strides} (elements), which its TMA descriptors cannot take: "
+                           + "; ".join(problems), contiguous_only=False)
+    return None
 
 
 def check_args(spec, args) -> None:
     """Refuse arguments that do not fit the launch description, naming the one that does not:
     count, scalar types and ranges, tensor shape (runtime sizes equal wherever their name
-    repeats), dtype and contiguity."""
+    repeats), dtype and layout (contiguous, or a view TMA can take where ArgSpec.strided)."""
     wanted = _caller_args(spec)
     if len(args) != len(wanted):
         raise LaunchError(f"{spec.symbol} takes {len(wanted)} arguments "
-                          f"({', '.join(a.name for a in wanted)}), got {len(args)}")
+                          f"({', '.join(a.name for _, a in wanted)}), got {len(args)}")
     sizes: dict[str, int] = {}  # runtime size variables, as the first tensor sets them
-    for a, want in zip(args, wanted):
+    for a, (index, want) in zip(args, wanted):
         if want.kind == "scalar":
             _check_scalar(spec.symbol, want, a)
             continue
@@ -99,12 +181,15 @@ def check_args(spec, args) -> None:
         fits = len(shape) == len(want.shape) and all(
             s == (sizes.setdefault(w, s) if isinstance(w, str) else w)
             for w, s in zip(want.shape, shape))
-        if not fits or dtype != want.dtype or not a.is_contiguous():
+        if not fits or dtype != want.dtype:
             bound = f" with {known}" if known else ""
-            raise LaunchError(f"{spec.symbol}: {want.name} must be a contiguous {want.dtype} "
-                              f"tensor of shape {want.shape}{bound}, got {dtype} {shape}"
-                              f"{'' if a.is_contiguous() else ' (non-contiguous)'}")
-    for a, want in zip(args, wanted):  # a size passed twice: as a scalar and as a dim
+            raise LaunchError(f"{spec.symbol}: {want.name} must be a "
+                              f"{'' if want.strided else 'contiguous '}{want.dtype} "
+                              f"tensor of shape {want.shape}{bound}, got {dtype} {shape}")
+        error = layout_error(spec, index, a)
+        if error is not None:
+            raise error
+    for a, (_, want) in zip(args, wanted):  # a size passed twice: as a scalar and as a dim
         if want.kind == "scalar" and sizes.get(want.name, a) != a:
             raise LaunchError(f"{spec.symbol}: {want.name}={a}, but the tensors have "
                               f"{want.name}={sizes[want.name]}")
@@ -113,14 +198,17 @@ def check_args(spec, args) -> None:
 class Kernel:
     """A loaded artifact. `kernel(*args, stream=None)` launches it.
 
-    args, in the PrimFunc's parameter order: for a buffer, a torch tensor (shape, dtype and
-    contiguity are checked) or a raw device pointer (int, trusted; not for a buffer with
-    runtime sizes, which are read off the tensor); for a scalar parameter, an
-    integer passed by value (type and range are checked). stream: None (torch's current
-    stream when given tensors, else the default stream), a CUstream handle as int, or any
-    object with `.cuda_stream` (torch.cuda.Stream). Scratch buffers (ArgSpec kind "scratch")
-    are allocated zero-filled here, once, and passed by the kernel object itself: one launch
-    of a kernel object at a time (launches on one stream, or replays of one graph)."""
+    args, in the PrimFunc's parameter order: for a buffer, a torch tensor (shape and dtype are
+    checked; contiguous, or for an ArgSpec.strided buffer any view TMA can take: its
+    descriptors get its strides) or a raw device pointer (int, trusted as contiguous; not for
+    a buffer with runtime sizes, which are read off the tensor); for a scalar parameter, an
+    integer passed by value (type and range are checked). check=False skips those checks but
+    not the layouts': a view the kernel cannot take raises tirx.LayoutError, launching nothing.
+    stream: None (torch's current stream when given tensors, else the default stream), a
+    CUstream handle as int, or any object with `.cuda_stream` (torch.cuda.Stream). Scratch
+    buffers (ArgSpec kind "scratch") are allocated zero-filled here, once, and passed by the
+    kernel object itself: one launch of a kernel object at a time (launches on one stream, or
+    replays of one graph)."""
 
     def __init__(self, artifact: Artifact, device: int = 0):
         self.artifact = artifact
@@ -141,7 +229,10 @@ class Kernel:
         self._config = self._launch_config()
         self._scratch = {i: self._zeroed(a) for i, a in enumerate(spec.args)
                          if a.kind == "scratch"}
-        self._maps: dict[tuple[int, ...], list] = {}
+        self._maps: dict[tuple, list] = {}
+        buffers = [i for i, a in enumerate(spec.args) if a.kind == "buffer"]
+        self._strided = [i for i in buffers if spec.args[i].strided]  # their strides key the maps
+        self._dense = [i for i in buffers if not spec.args[i].strided]
         n = len(spec.params)
         self._values = (ctypes.c_uint64 * max(n, 1))()  # pointer parameters live here
         self._scalars = {}
@@ -198,20 +289,42 @@ class Kernel:
     def check_args(self, args) -> None:
         check_args(self.spec, args)
 
-    def _tensor_maps(self, ptrs: list[int], sizes: tuple, args) -> list:
-        key = (*(ptrs[m.arg] for m in self.spec.tensor_maps), *sizes)
+    def _layouts(self, args) -> tuple:
+        """The strides of the strided arguments' views (None: contiguous, or a pointer); a view
+        where the kernel takes only a contiguous tensor is refused."""
+        for i in self._dense:
+            a = args[i]
+            if not isinstance(a, int) and not a.is_contiguous():
+                raise layout_error(self.spec, i, a)
+        return tuple(None if isinstance(a, int) or a.is_contiguous() else tuple(a.stride())
+                     for a in (args[i] for i in self._strided))
+
+    def _tensor_maps(self, ptrs: list[int], sizes: tuple, layouts: tuple, args) -> list:
+        key = (*(ptrs[m.arg] for m in self.spec.tensor_maps), *sizes, *layouts)
         maps = self._maps.get(key)
         if maps is None:
+            strides = {}  # argument -> its views' tensor-map strides
+            for i, layout in zip(self._strided, layouts):
+                if layout is not None:
+                    error = layout_error(self.spec, i, args[i])
+                    if error is not None:
+                        raise error
+                    strides[i] = tma_strides(tuple(args[i].shape), layout,
+                                             _DTYPE_SIZE[self.spec.args[i].dtype])
             if len(self._maps) >= _MAX_CACHED_MAPS:
                 self._maps.clear()
-            maps = [self._encode(m, ptrs[m.arg] + m.offset, args) for m in self.spec.tensor_maps]
+            maps = [self._encode(m, ptrs[m.arg] + m.offset, args, strides.get(m.arg))
+                    for m in self.spec.tensor_maps]
             self._maps[key] = maps
         return maps
 
     @staticmethod
-    def _encode(m, address: int, args):
+    def _encode(m, address: int, args, strides=None):
+        """One descriptor; `strides` (bytes, innermost first) replace the natural ones for a
+        strided view of an ArgSpec.strided argument, whose maps span it in that layout."""
         dims = [evaluate(x, args) for x in m.global_dims]
-        strides = [evaluate(x, args) for x in m.global_strides]
+        if strides is None:
+            strides = [evaluate(x, args) for x in m.global_strides]
         return _check(cu.cuTensorMapEncodeTiled(
             cu.CUtensorMapDataType(m.cu_dtype), m.rank, address,
             [cu.cuuint64_t(x) for x in dims], [cu.cuuint64_t(x) for x in strides],
@@ -224,6 +337,7 @@ class Kernel:
         if check:
             self.check_args(args)
         args = self._with_scratch(args)
+        layouts = self._layouts(args)
         ptrs = [_pointer(a) for a in args]
         sizes = tuple(evaluate(s, args) for s in self._sizes)
         if sizes:
@@ -233,7 +347,7 @@ class Kernel:
             self._config.gridDimX, self._config.gridDimY, self._config.gridDimZ = grid
             for i, expr in self._size_params:
                 self._scalars[i].value = evaluate(expr, args)
-        maps = self._tensor_maps(ptrs, sizes, args) if self.spec.tensor_maps else ()
+        maps = self._tensor_maps(ptrs, sizes, layouts, args) if self.spec.tensor_maps else ()
         for i, p in enumerate(self.spec.params):
             if p.kind == "pointer":
                 self._values[i] = ptrs[p.arg] + p.offset

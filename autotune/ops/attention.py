@@ -18,6 +18,7 @@ import re
 
 from kernels.fa4.problem import AttentionProblem
 from kernels.fa4.problem import flops as attention_flops
+from tirx.errors import LayoutError
 
 from .base import Launcher, Op, dtype_name
 from .bucket import BucketRule
@@ -219,22 +220,41 @@ class Attention(Op):
                             heads_kv=hkv, head_dim=d, causal=causal)
 
     def launcher(self, args: tuple, problem: Problem, kernel) -> Launcher:
-        """Run the kernel on contiguous q, k, v (a fused projection's views are strided) into a
-        fresh o and a scratch lse; a decode step of GQA with its heads packed (`packs_heads`)."""
+        """Run the kernel on q, k, v as they are into a fresh o (or `out`) and a scratch lse; a
+        decode step of GQA with its heads packed (`packs_heads`: that reshape copies q).
+
+        A fused qkv projection's q, k, v are strided views (batch and sequence strides past
+        contiguous): the fa4 kernels read them through TMA descriptors only, which tirx encodes
+        with the views' own strides (tirx ArgSpec.strided), so nothing is copied. A kernel that
+        cannot take a view refuses it before launching (tirx.LayoutError): that call runs on
+        contiguous copies (and a contiguous o, copied into `out`), and after a kernel that takes
+        the argument contiguous only (its binary reads it through a pointer), every call does."""
         b, sq, hq, d = args[0].shape
         hkv = args[1].shape[2]
         packed = packs_heads(sq, hq, hkv)
         lse_shape = (problem["batch"], problem["heads_q"], problem["seqlen_q"])
+        views = [True]  # False once the kernel refused a view as such: copy from then on
 
         def launch(args, out):
             import torch
 
-            q, k, v = (t if t.is_contiguous() else t.contiguous() for t in args[:3])
+            q, k, v = args[:3]
             if packed:  # query head j * group + g becomes query row g of key/value head j
                 q = q.reshape(b, hkv, hq // hkv, d).transpose(1, 2).contiguous()
             o = q.new_empty(q.shape) if out is None or packed else out
             lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
-            kernel(q, k, v, o, lse, check=False)  # shapes and dtype are fixed by the route's key
+            ran = False
+            if views[0]:
+                try:  # shapes and dtype are fixed by the route's key; layouts are checked
+                    kernel(q, k, v, o, lse, check=False)
+                    ran = True
+                except LayoutError as e:
+                    views[0] = not e.contiguous_only
+            if not ran:
+                dense_o = o if o.is_contiguous() else q.new_empty(q.shape)
+                kernel(q.contiguous(), k.contiguous(), v.contiguous(), dense_o, lse, check=False)
+                if dense_o is not o:
+                    o.copy_(dense_o)
             if not packed:
                 return o
             o = o.transpose(1, 2).reshape(b, sq, hq, d)
