@@ -5,9 +5,12 @@
 #   bash scripts/gpu_suite_s5.sh site    # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s5.sh attn    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s5.sh gemm    # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s5.sh bench   # carry .bundle/tvm-b (a second machine: stage, site again)
 # attn: (issue 20) the strided-q/k/v GPU tests; a short study of the decoder block's three
 #   prefill GEMM shapes the committed store lacks, merged into a copy of it; the decoder block
-#   at decode and prefill on that store; the attention benchmark (built here).
+#   at decode and prefill on that store.
+# bench: the attention benchmark (built here); stream-K in 2x1 clusters (the kernel changed after
+#   the gemm step) beside the tiled twin on 8 ragged or long-K shapes.
 # gemm: (issue 18) session 4's stream-K rework on 13 seen shapes: the best tiled config, it as
 #   stream-K with evict-first and evict-normal L2 loads (studies/2026-11-23-h100-gemm-s5/*.json);
 #   Nsight Compute of ours (default and stored config) vs cuBLAS on two ragged long-K shapes.
@@ -23,8 +26,9 @@ S5=studies/2026-11-23-h100-gemm-s5
 sha256sum $STORE studies/configs/fa4_sm90/*.json | tee $R/stores.sha256
 case $1 in
 attn)
-  timeout 120 python3 -m pytest -q -p no:cacheprovider ${STRIDED_TESTS:-tests/test_strided_tma_gpu.py} \
-    2>&1 | tail -15 | tee $R/strided_tests.txt
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_strided_tma_gpu.py \
+    tests/test_tirx_launch_gpu.py tests/test_attention_dispatch_gpu.py 2>&1 | tail -15 \
+    | tee $R/gpu_tests.txt
   BLOCK_GEMM="4096x28672x4096 4096x6144x4096 4096x4096x14336"
   rm -f $SCRATCH/block.db && DB=sqlite:///$SCRATCH/block.db
   timeout ${BLOCK_STUDY_S:-130} autotune tune gemm_sm90 --shapes $BLOCK_GEMM --trials 8 --gpus 0 \
@@ -38,10 +42,19 @@ attn)
   timeout ${BLOCK_S:-150} python3 examples/llama_block.py --decode --prefill 512 2048 4096 \
     --rounds 7 --profile --store $SCRATCH/block_store.json --out $R/llama_block_prefill 2>&1 | tail -14
   echo "block done at $SECONDS s" | tee -a $R/run.log
+  ;;
+bench)  # the attention benchmark (built here), then stream-K in 2x1 clusters beside its twin
   timeout ${BENCH_BUILD_S:-100} python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
     > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
   timeout ${BENCH_S:-180} python3 -m autotune.bench.attention run $SCRATCH/bench $R \
     > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
+  SK2="3100x8192x22016 2500x5120x17920 1800x4096x11008 700x6144x16384 600x5120x13824
+       1200x2304x5760 450x22016x4096 333x18432x2304"
+  for v in sk_2x1 tiled; do
+    timeout ${SK_S:-130} autotune compare gemm --store $S5/$v.json --shapes $SK2 --rounds 3 \
+      --out $R/sk2_$v 2>&1 | grep -v '^measured' | tail -n 14
+    echo "stream-K $v done at $SECONDS s" | tee -a $R/run.log
+  done
   ;;
 gemm)
   SK="2500x5120x17920 600x5120x13824 1200x2304x5760 333x18432x2304 512x4096x4096 512x4096x14336
@@ -58,6 +71,6 @@ gemm)
     echo "ncu $shape done at $SECONDS s" | tee -a $R/run.log
   done
   ;;
-*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

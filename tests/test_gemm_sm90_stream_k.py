@@ -8,6 +8,18 @@ from kernels.gemm._sm90_config import GemmConfig, geometry, stream_k_split
 SPACE = GemmSm90Space()
 
 
+def test_stream_k_takes_clusters_a_pair_sharing_each_tile():
+    # 3100x8192x22016 in 2x1 clusters of 128x256 tiles: 13 x 32 = 416 cluster tiles on 66
+    # clusters (132 SMs): 5 waves whole, 86 cluster tiles' 344 K tiles shared by 66 clusters
+    problem = SPACE.parse_problem("3100x8192x22016")
+    config = {**SPACE.default_config(problem), "persistent": True, "cluster": "2x1",
+              "stream_k": True}
+    assert SPACE.violations(config, problem) == []
+    g = geometry(3100, 8192, 22016, kernel_config(config))
+    assert (g.total, g.clusters, g.grid) == (416, 66, 132)
+    assert stream_k_split(g) == (5 * 66, 86 * 344)
+
+
 @pytest.mark.parametrize("shape, tiles, whole, shared", [
     # 400 tiles of 128x256 on 132 SMs: 2 waves whole, 136 tiles (280 K tiles each) shared
     ("2500x5120x17920", 400, 264, 136 * 280),
@@ -25,7 +37,6 @@ def test_stream_k_runs_all_but_the_last_full_wave_whole(shape, tiles, whole, sha
 
 @pytest.mark.parametrize("change, rule", [
     ({"persistent": False}, "needs persistent=True"),
-    ({"cluster": "2x1"}, "needs cluster='1x1'"),
     ({"split_k": 2, "persistent": True, "epilogue": "reg"}, "needs split_k=1"),
 ])
 def test_stream_k_refuses_what_it_cannot_run_with_the_rule(change, rule):

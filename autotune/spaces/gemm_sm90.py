@@ -18,9 +18,10 @@ Legality rules (checked before anything compiles; `violations` names each broken
   2 x split_k); at most 96 accumulators per thread (160 for one consumer at split 2; 64 at
   split 8, 32 for two consumers of wg_m=128: measured spills); the f32 partials (consumers x
   accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
-- stream-K (one persistent CTA per SM; the last waves' K tiles shared out equally, partials
-  added by the CTA holding a tile's first K tile): it needs persistent=True, cluster='1x1' (the
-  CTAs of a multicast pair would work on different tiles) and split_k=1 (one K split at a time).
+- stream-K (one persistent cluster per SM or SM pair; the last waves' K tiles shared out
+  equally, partials added by the cluster holding a tile's last K tile; a pair's CTAs walk the
+  same tiles in step, keeping their multicast): it needs persistent=True and split_k=1 (one K
+  split at a time).
 
 Not in the space: fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
@@ -170,8 +171,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if not cfg.persistent:
                 out.append("stream_k shares K tiles between persistent CTAs: it needs "
                            "persistent=True")
-            if cfg.multicast_size > 1:
-                out.append("stream_k gives each CTA its own tiles: it needs cluster='1x1'")
             if cfg.split_k > 1:
                 out.append("stream_k already splits K: it needs split_k=1")
         return out

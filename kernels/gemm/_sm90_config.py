@@ -30,11 +30,12 @@ class GemmConfig:
     # lines alone (say, dirty ones a previous kernel wrote, which would need a write-back to
     # make room); costs reuse of the tiles through L2 where many CTAs reread them.
     l2_evict: str = "normal"
-    # Stream-K (persistent, one CTA per SM): all but the last full wave of tiles run whole; the
-    # rest's K tiles are cut into equal shares, one per CTA, so the last wave has no idle SMs.
-    # A share's last piece, when it ends inside a tile, runs first and parks its f32 partials in
-    # a scratch buffer in global memory (a flag announces them); the CTA holding the tile's last
-    # K tile adds them and stores the tile.
+    # Stream-K (persistent, one cluster per SM or SM pair): all but the last full wave of
+    # (cluster) tiles run whole; the rest's K tiles are cut into equal shares, one per cluster,
+    # so the last wave has no idle SMs. A share's last piece, when it ends inside a tile, runs
+    # first and parks its f32 partials in a scratch buffer in global memory (a flag announces
+    # them); the cluster holding the tile's last K tile adds them and stores the tile. A pair's
+    # CTAs walk the same tiles and K tiles in step, each its own half, so multicast still works.
     stream_k: bool = False
 
     @property
@@ -117,15 +118,15 @@ def geometry(M: int, N: int, K: int, cfg: GemmConfig, num_sms: int = H100_SMS) -
     clusters = min(total, num_sms // cfg.cluster_size) if cfg.persistent else total
     k_tiles = math.ceil(K / cfg.blk_k)
     if cfg.stream_k:
-        clusters = min(num_sms, total * k_tiles)
+        clusters = min(num_sms // cfg.cluster_size, total * k_tiles)
     return Geometry(rows, cols, ctm, ctn, total, clusters, cfg.cluster_size, k_tiles)
 
 
 def stream_k_split(g: Geometry) -> tuple[int, int]:
     """Stream-K: (tiles run whole, K tiles shared out). The whole tiles are all waves but the
-    last full one, so each CTA's share is 1 to 2 tiles of work and a tile is split between at
-    most 2 CTAs; under one wave a share is under a tile (a tile's fix-up then reads up to
-    CTAs / tiles + 1 partials)."""
+    last full one, so each cluster's share is 1 to 2 tiles of work and a tile is split between
+    at most 2 clusters; under one wave a share is under a tile (a tile's fix-up then reads up to
+    clusters / tiles + 1 partials)."""
     whole = max(0, g.total // g.clusters - 1) * g.clusters
     return whole, (g.total - whole) * g.k_tiles
 

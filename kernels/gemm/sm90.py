@@ -12,8 +12,9 @@ skinny M), and split-K: a cluster of `split_k` CTAs each takes a contiguous shar
 tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
 barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
 through distributed shared memory (no workspace, no second kernel). Stream-K: one persistent
-CTA per SM shares out the last waves' K tiles equally; partials meet in the kernel's scratch
-buffers in global memory (`scratch_*` parameters, supplied by the launcher). `l2_evict="first"`
+cluster per SM (pair of SMs) shares out the last waves' K tiles equally; a cluster's CTAs walk
+the same cluster tiles and K tiles in step, so a pair keeps its multicast; partials meet in the
+kernel's scratch buffers in global memory (`scratch_*` parameters, supplied by the launcher). `l2_evict="first"`
 marks the operand loads evict-first in L2.
 
 Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register epilogue guards
@@ -109,7 +110,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     SLICE = ACC // SK  # accumulators each split-K rank reduces and stores
     assert SK == 1 or (not cfg.persistent and not EPI_TMA and MC == 1 and SLICE % 2 == 0
                        and KT >= SK), "split-K: one tile per cluster, register epilogue"
-    assert not STREAM_K or (cfg.persistent and CS == 1), "stream-K: persistent, no cluster"
+    assert not STREAM_K or (cfg.persistent and SK == 1), "stream-K: persistent, no split-K"
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
@@ -288,9 +289,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         # split-K: rank r of the cluster takes K tiles [r*KT/SK, (r+1)*KT/SK)
         k_first = T.meta_var(rank * KT // SK if SK > 1 else 0)
         k_count = T.meta_var((rank + 1) * KT // SK - rank * KT // SK if SK > 1 else KT)
-        # stream-K: this CTA's share [share_begin, share_end) of the shared K tiles
-        share_begin = T.meta_var(bx * SHARED_ITERS // NCL if STREAM_K else 0)
-        share_end = T.meta_var((bx + 1) * SHARED_ITERS // NCL if STREAM_K else 0)
+        # stream-K: this cluster's share [share_begin, share_end) of the shared K tiles (each
+        # of its CTAs computes its own part of every cluster tile in it)
+        share_begin = T.meta_var(cluster_id * SHARED_ITERS // NCL if STREAM_K else 0)
+        share_end = T.meta_var((cluster_id + 1) * SHARED_ITERS // NCL if STREAM_K else 0)
         # its last piece, when that ends inside a tile, is parked for the tile's finisher; it
         # runs first: it starts at K = 0 (or inside one tile), so the CTAs walk K nearly in step
         # and share the operand slabs through L2, and the partials are ready early
@@ -422,25 +424,27 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                         T.evaluate(T.ptx.st.release.gpu.global_.b32(F.ptr_to([flag]),
                                                                    T.int32(1)))
                 # the other pieces end at a tile's last K tile: add the partials of the earlier
-                # CTAs that hold the tile's first K tiles (parked first thing), store the tile
+                # clusters' CTAs of this rank that hold the tile's first K tiles (parked first
+                # thing), store the tile
                 it: T.int32 = share_begin
                 while it < T.Select(share_end % KT > 0, park_begin, share_end):
                     kf: T.int32 = it % KT
                     kc: T.int32 = T.min(KT - kf, share_end - it)
                     consume(kc)
                     tile_begin = T.meta_var(it // KT * KT)
-                    peer: T.int32 = bx - 1
+                    peer: T.int32 = cluster_id - 1
                     while (kf > 0) & (peer >= 0) & ((peer + 1) * SHARED_ITERS // NCL > tile_begin):
+                        peer_cta = T.meta_var(peer * CS + rank)
                         if leader:
                             seen = T.alloc_local((1,), "int32")
                             seen[0] = 0
                             while seen[0] == 0:
                                 T.evaluate(T.ptx.ld.acquire.gpu.global_.b32(
-                                    seen[0], F.ptr_to([peer * C + consumer])))
-                            F[peer * C + consumer] = 0  # ready for the next launch
+                                    seen[0], F.ptr_to([peer_cta * C + consumer])))
+                            F[peer_cta * C + consumer] = 0  # ready for the next launch
                         T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
                         for i in T.unroll(ACC):
-                            T.buffer_store(acc, acc[i] + P[peer, consumer, i, tid], [i])
+                            T.buffer_store(acc, acc[i] + P[peer_cta, consumer, i, tid], [i])
                         peer = peer - 1
                     epilogue(WHOLE_TILES + it // KT)
                     it = it + kc
@@ -456,8 +460,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         @T.prim_func
         def gemm(A: T.Buffer((M, K), dtype), B: T.Buffer((N, K), dtype),
                  D: T.Buffer((M, N), dtype),
-                 scratch_partials: T.Buffer((NCL, C, ACC, 128), "float32"),
-                 scratch_flags: T.Buffer((NCL * C,), "int32")):
+                 scratch_partials: T.Buffer((NCL * CS, C, ACC, 128), "float32"),
+                 scratch_flags: T.Buffer((NCL * CS * C,), "int32")):
             body(A, B, D, scratch_partials, scratch_flags)
     else:
         @T.prim_func

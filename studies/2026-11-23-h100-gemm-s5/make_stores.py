@@ -3,7 +3,8 @@
 For each dev shape (all seen: session 4's nine stream-K shapes and the ragged long-K ones of its
 unseen list) the best tiled config recorded (the committed store, else session 3's unseen store)
 goes into `tiled.json`; the same config as stream-K (persistent, cluster 1x1, split_k 1) with
-L2 evict-first into `sk_first.json` and with evict-normal into `sk_normal.json`. `autotune
+L2 evict-first into `sk_first.json` and with evict-normal into `sk_normal.json`; as stream-K in
+2x1 clusters (the tiled config's L2 hint) into `sk_2x1.json`. `autotune
 compare --store` on each then times that config beside the default and cuBLAS."""
 
 import json
@@ -28,7 +29,7 @@ def main() -> None:
     committed, s3 = (json.loads(p.read_text()) for p in (COMMITTED, S3))
     by_key = {e["problem"]: e for e in s3["entries"]} | {e["problem"]: e
                                                          for e in committed["entries"]}
-    out = {"tiled": [], "sk_first": [], "sk_normal": []}
+    out = {"tiled": [], "sk_first": [], "sk_normal": [], "sk_2x1": []}
     for shape in SHAPES:
         e = by_key[key(shape)]
         tiled = e["config"] | {"stream_k": False}
@@ -38,7 +39,10 @@ def main() -> None:
                                                 "cluster": "1x1", "split_k": 1, "l2_evict": "first"}),
                           ("sk_normal", tiled | {"stream_k": True, "persistent": True,
                                                  "cluster": "1x1", "split_k": 1,
-                                                 "l2_evict": "normal"})):
+                                                 "l2_evict": "normal"}),
+                          # stream-K in 2x1 clusters (after the first run: see README)
+                          ("sk_2x1", tiled | {"stream_k": True, "persistent": True,
+                                              "cluster": "2x1", "split_k": 1})):
             if space.violations(cfg, problem):
                 raise SystemExit(f"{name} {shape}: {space.violations(cfg, problem)}")
             out[name].append({"problem": e["problem"], "config": cfg, "time_ms": e["time_ms"],
