@@ -6,6 +6,7 @@
 #   bash scripts/gpu_suite_s5.sh attn    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s5.sh gemm    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s5.sh bench   # carry .bundle/tvm-b (a second machine: stage, site again)
+#   bash scripts/gpu_suite_s5.sh final   # carry .bundle/tvm-b (a third machine: stage, site again)
 # attn: (issue 20) the strided-q/k/v GPU tests; a short study of the decoder block's three
 #   prefill GEMM shapes the committed store lacks, merged into a copy of it; the decoder block
 #   at decode and prefill on that store.
@@ -71,6 +72,16 @@ gemm)
     echo "ncu $shape done at $SECONDS s" | tee -a $R/run.log
   done
   ;;
-*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench" >&2; exit 2 ;;
+final)  # what timed out in attn and bench: the decode block; stream-K in 2x1 clusters
+  timeout ${BLOCK_S:-200} python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 5 \
+    --out $R/llama_block_decode > $R/block_decode.log 2>&1
+  echo "decode block rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/block_decode.log
+  SK2="3100x8192x22016 2500x5120x17920 1800x4096x11008 700x6144x16384 600x5120x13824
+       1200x2304x5760 450x22016x4096 333x18432x2304"
+  timeout ${SK_S:-300} autotune compare gemm --store $S5/sk_2x1.json --shapes $SK2 --rounds 3 \
+    --out $R/sk2_sk_2x1 > $R/sk2_sk_2x1.log 2>&1
+  echo "stream-K sk_2x1 rc=$? at $SECONDS s" | tee -a $R/run.log; grep -E "^measured|Error|error" $R/sk2_sk_2x1.log | cut -c1-240
+  ;;
+*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
