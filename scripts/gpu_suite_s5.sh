@@ -7,6 +7,7 @@
 #   bash scripts/gpu_suite_s5.sh gemm    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s5.sh bench   # carry .bundle/tvm-b (a second machine: stage, site again)
 #   bash scripts/gpu_suite_s5.sh final   # carry .bundle/tvm-b (a third machine: stage, site again)
+#   bash scripts/gpu_suite_s5.sh block   # carry .bundle/tvm-b (a fourth machine: stage, site again)
 # attn: (issue 20) the strided-q/k/v GPU tests; a short study of the decoder block's three
 #   prefill GEMM shapes the committed store lacks, merged into a copy of it; the decoder block
 #   at decode and prefill on that store.
@@ -82,6 +83,11 @@ final)  # what timed out in attn and bench: the decode block; stream-K in 2x1 cl
     --out $R/sk2_sk_2x1 > $R/sk2_sk_2x1.log 2>&1
   echo "stream-K sk_2x1 rc=$? at $SECONDS s" | tee -a $R/run.log; grep -E "^measured|Error|error" $R/sk2_sk_2x1.log | cut -c1-240
   ;;
-*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final" >&2; exit 2 ;;
+block)  # the decoder block at prefill again, on the committed store (attn's study merged), longer
+  timeout ${BLOCK_S:-400} python3 examples/llama_block.py --decode --prefill 512 2048 4096 \
+    --rounds 15 --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
+  echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; tail -8 $R/block_prefill.log
+  ;;
+*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final|block" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
