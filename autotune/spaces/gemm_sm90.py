@@ -245,7 +245,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           shapes it served on the H100 (600x5120x13824 0.336 ms vs 0.135, 512x4096x4096 0.050 vs
           0.027; studies/2026-11-23-h100-gemm-s4/): CTAs that share a tile's K run at scattered
           K offsets, so the operand tiles they would share through L2 arrive at different times,
-          evict-first, and come from HBM again.
+          evict-first, and come from HBM again. Reworked (most CTAs start at K = 0) and in 2x1
+          clusters, it still lost on 8 of 9 shapes (1x1) and 8 of 8 (2x1); it won on
+          700x6144x16384 only (0.876x cuBLAS vs 0.780 tiled, 1x1, evict-normal;
+          studies/2026-11-23-h100-gemm-s5/).
         - operand loads evict-first in L2: streamed tiles leave alone the lines a model's other
           ops keep there (its activations) or left dirty. In the block, large shapes gain too,
           in 10 of 12 comparisons on four H100s (2048x4096x4096 +3, +10, +9%; 4096^3 -2, -1,
