@@ -8,6 +8,7 @@
 #   bash scripts/gpu_suite_s5.sh bench   # carry .bundle/tvm-b (a second machine: stage, site again)
 #   bash scripts/gpu_suite_s5.sh final   # carry .bundle/tvm-b (a third machine: stage, site again)
 #   bash scripts/gpu_suite_s5.sh block   # carry .bundle/tvm-b (a fourth machine: stage, site again)
+#   bash scripts/gpu_suite_s5.sh judge   # carry .bundle/tvm-b (a fifth machine: stage, site again)
 # attn: (issue 20) the strided-q/k/v GPU tests; a short study of the decoder block's three
 #   prefill GEMM shapes the committed store lacks, merged into a copy of it; the decoder block
 #   at decode and prefill on that store.
@@ -88,6 +89,20 @@ block)  # the decoder block at prefill again, on the committed store (attn's stu
     --rounds 15 --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
   echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; tail -8 $R/block_prefill.log
   ;;
-*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final|block" >&2; exit 2 ;;
+judge)  # issue 18 on studies/unseen_gemm_2026-11-23-s5.md with the many-wave BLK_N rule: the
+  # committed store (dispatch, our kernel, default, cuBLAS), then the old default beside the new
+  # where the rule changed it (old_default_*.json, made before the change), unseen and seen
+  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s5.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  timeout ${UNSEEN_S:-260} autotune compare gemm --store $STORE --shapes $LIST --subset "M<=256" \
+    --subset "M>1024" --rounds 3 --out $R/unseen > $R/unseen.log 2>&1
+  echo "unseen rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/unseen.log | tail -22
+  timeout ${OLD_S:-120} autotune compare gemm --store $S5/old_default_unseen.json --rounds 3 \
+    --shapes 6000x3072x24576 3300x3072x3072 2600x3584x3584 --out $R/old_unseen > $R/old_unseen.log 2>&1
+  echo "old default, unseen rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/old_unseen.log | tail -6
+  timeout ${OLD_S:-120} autotune compare gemm --store $S5/old_default_dev.json --rounds 3 \
+    --shapes 2500x5120x17920 3100x8192x22016 --out $R/old_dev > $R/old_dev.log 2>&1
+  echo "old default, seen rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/old_dev.log | tail -5
+  ;;
+*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final|block|judge" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

@@ -84,6 +84,11 @@ MEDIUM_FILL_CTAS = 48
 MEDIUM_BLK_N = (128, 192, 256)
 # Tile widths a large problem's 128-row tiles choose from when they take at most two waves.
 LARGE_BLK_N = (256, 224, 192, 160, 128)
+# With more waves, the widths whose L2 traffic per FLOP stays within 11% of 256's (narrower
+# tiles load more rows of A and B per FLOP), taken only for a >= 5% shorter waves x BLK_N
+# (unmeasured: session 5's rule, judged on studies/unseen_gemm_2026-11-23-s5.md).
+MANY_WAVE_BLK_N = (256, 224, 192)
+MANY_WAVE_MIN_GAIN = 0.05
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -284,7 +289,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         """128-row tiles of two consumers in 2x1 clusters, persistent. BLK_N 256, unless those
         tiles take at most two waves of the SMs: then the LARGE_BLK_N width with the fewest
         waves x BLK_N (a wave's time grows with its tiles' width), the widest on a tie
-        (4096x640: 96 tiles of 256 columns, 5/6 of them inside N, in one wave; 128 of 160)."""
+        (4096x640: 96 tiles of 256 columns, 5/6 of them inside N, in one wave; 128 of 160).
+        With more waves, a MANY_WAVE_BLK_N width where it cuts waves x BLK_N by >= 5%: a last
+        wave that leaves most SMs idle (3300x3072: 3 waves of 256, 1/4 of the last busy; 3 of
+        224, all busy nearly). Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
+        last of 7 waves (studies/2026-11-23-h100-gemm-s5/)."""
         N = problem["N"]
         rows = 2 * -(-problem["M"] // 256)  # tile rows, in pairs for the cluster
 
@@ -294,6 +303,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         blk_n = 256
         if waves(256) <= 2:
             blk_n = min(LARGE_BLK_N, key=lambda n: (waves(n) * n, -n))
+        else:
+            best = min(MANY_WAVE_BLK_N, key=lambda n: (waves(n) * n, -n))
+            if waves(best) * best <= (1 - MANY_WAVE_MIN_GAIN) * waves(256) * 256:
+                blk_n = best
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
                                 cluster="2x1")
         return config if blk_n == 256 else self._deepest(problem, config)

@@ -56,3 +56,16 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def defaults_store(shapes: list[str], out: Path) -> None:
+    """A store whose entry per shape is the space's default config as the rules stand now: run
+    before a default rule changes, `autotune compare --store` on it then times the old default
+    beside the new one (compare's default column) and cuBLAS."""
+    space = get_space("gemm_sm90")
+    committed = json.loads(COMMITTED.read_text())
+    entries = [{"problem": key(s), "config": space.default_config(space.parse_problem(s)),
+                "time_ms": 1.0, "source": "s5: the default before the large-shape rule change"}
+               for s in shapes]
+    out.write_text(json.dumps({"schema": committed["schema"], "header": committed["header"],
+                               "entries": entries}, indent=1, sort_keys=True) + "\n")
