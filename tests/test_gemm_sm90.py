@@ -262,6 +262,20 @@ def test_large_default_narrows_tiles_that_fill_one_wave_badly():
         assert SPACE.default_config(SPACE.parse_problem(shape))["blk_n"] == 256
 
 
+@pytest.mark.parametrize("shape, blk_n", [
+    # 200 cluster tiles of 128x256 on 66 clusters: 4 waves, the last with 2 tiles; 230 of
+    # 128x224 take 4 waves too, every one nearly full (-12.5% waves x BLK_N; H100: 0.763 vs
+    # 0.838 ms, studies/2026-11-23-h100-gemm-s5/)
+    ("2500x5120x17920", 224),
+    # 7 waves of 256 against 9 of 192: -3.6%, under the rule's 5%: 256 stays
+    ("3100x8192x22016", 256),
+    ("8192x8192x8192", 256),
+])
+def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(shape, blk_n):
+    config = SPACE.default_config(SPACE.parse_problem(shape))
+    assert (config["blk_n"], config["cluster"], config["persistent"]) == (blk_n, "2x1", True)
+
+
 @pytest.mark.parametrize("shape, blk_n", [("200x3584x4096", 128), ("256x3072x8192", 96),
                                           ("96x2816x2048", 64), ("192x1536x2048", 64)])
 def test_narrow_default_stages_whole_32_column_chunks(shape, blk_n):

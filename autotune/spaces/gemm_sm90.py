@@ -85,8 +85,10 @@ MEDIUM_BLK_N = (128, 192, 256)
 # Tile widths a large problem's 128-row tiles choose from when they take at most two waves.
 LARGE_BLK_N = (256, 224, 192, 160, 128)
 # With more waves, the widths whose L2 traffic per FLOP stays within 11% of 256's (narrower
-# tiles load more rows of A and B per FLOP), taken only for a >= 5% shorter waves x BLK_N
-# (unmeasured: session 5's rule, judged on studies/unseen_gemm_2026-11-23-s5.md).
+# tiles load more rows of A and B per FLOP), taken only for a >= 5% shorter waves x BLK_N.
+# On the H100 it changed 4 shapes, each faster than the 256-wide default in the same run:
+# 6000x3072x24576 1.104x (192), 3300x3072x3072 1.021x, 2600x3584x3584 1.019x (unseen, chosen
+# before the rule), 2500x5120x17920 1.098x (224; studies/2026-11-23-h100-gemm-s5/judge/).
 MANY_WAVE_BLK_N = (256, 224, 192)
 MANY_WAVE_MIN_GAIN = 0.05
 
