@@ -1,6 +1,6 @@
 # Sourced by scripts/gpu_suite_s3.sh and gpu_suite_s4.sh with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
-# and trials_csv.
+# trials_csv and short_study.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -12,6 +12,15 @@ from autotune.study import trials_table
 s = sys.argv[1]
 pd.concat([trials_table(optuna.load_study(study_name=n, storage=s)).assign(study=n)
            for n in optuna.get_all_study_names(s)]).to_csv(sys.argv[2], index=False)" $1 $2
+}
+short_study() {  # $1 name, $2 trials, $3 seconds, then shapes: a gemm_sm90 study of each shape
+  # -> $R/<name>_study.log, its store <name>_store.json and every trial <name>_trials.csv
+  local name=$1 trials=$2 secs=$3; shift 3
+  rm -f $SCRATCH/$name.db; local DB=sqlite:///$SCRATCH/$name.db
+  timeout $secs autotune tune gemm_sm90 --shapes "$@" --trials $trials --gpus 0 \
+    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/${name}_study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/${name}_store.json
+  trials_csv $DB $R/${name}_trials.csv
 }
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage

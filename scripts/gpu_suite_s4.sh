@@ -24,11 +24,7 @@ run)
     --out $R/dev_mid 2>&1 | tail -n 10
   unseen studies/unseen_gemm_2026-11-23-s4.md ${TRIALS:-6} ${STUDY_S:-200}
   DECODE="1x4096x14336 64x6144x4096 64x4096x4096 64x28672x4096 64x4096x14336"
-  rm -f $SCRATCH/decode.db && DB=sqlite:///$SCRATCH/decode.db
-  timeout ${DECODE_S:-90} autotune tune gemm_sm90 --shapes $DECODE --trials 6 --gpus 0 \
-    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/decode_study.log
-  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/decode_store.json
-  trials_csv $DB $R/decode_trials.csv
+  short_study decode 6 ${DECODE_S:-90} $DECODE
   ;;
 *) echo "usage: gpu_suite_s4.sh stage|run" >&2; exit 2 ;;
 esac

@@ -33,17 +33,13 @@ attn)
     tests/test_tirx_launch_gpu.py tests/test_attention_dispatch_gpu.py 2>&1 | tail -15 \
     | tee $R/gpu_tests.txt
   BLOCK_GEMM="4096x28672x4096 4096x6144x4096 4096x4096x14336"
-  rm -f $SCRATCH/block.db && DB=sqlite:///$SCRATCH/block.db
-  timeout ${BLOCK_STUDY_S:-130} autotune tune gemm_sm90 --shapes $BLOCK_GEMM --trials 8 --gpus 0 \
-    --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 40 > $R/block_study.log
-  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/block_gemm_store.json
-  trials_csv $DB $R/block_trials.csv
-  python3 -m autotune.store merge $STORE $R/block_gemm_store.json --out $SCRATCH/block_store.json
+  short_study block 8 ${BLOCK_STUDY_S:-130} $BLOCK_GEMM
+  python3 -m autotune.store merge $STORE $R/block_store.json --out $SCRATCH/merged_store.json
   echo "block study done at $SECONDS s" | tee -a $R/run.log
   timeout ${BLOCK_S:-110} python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 5 \
-    --store $SCRATCH/block_store.json --out $R/llama_block_decode 2>&1 | tail -12
+    --store $SCRATCH/merged_store.json --out $R/llama_block_decode 2>&1 | tail -12
   timeout ${BLOCK_S:-150} python3 examples/llama_block.py --decode --prefill 512 2048 4096 \
-    --rounds 7 --profile --store $SCRATCH/block_store.json --out $R/llama_block_prefill 2>&1 | tail -14
+    --rounds 7 --profile --store $SCRATCH/merged_store.json --out $R/llama_block_prefill 2>&1 | tail -14
   echo "block done at $SECONDS s" | tee -a $R/run.log
   ;;
 bench)  # the attention benchmark (built here), then stream-K in 2x1 clusters beside its twin
