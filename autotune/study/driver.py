@@ -90,6 +90,14 @@ def counts(t: FrozenTrial) -> bool:
     return t.state.is_finished() and "outcome" in attrs
 
 
+def budget_spent(trials: list[FrozenTrial]) -> int:
+    """The budget counting `trials` spend: their distinct configs. Two drivers may measure one
+    config at once; the later trial ends as the earlier's duplicate, so while both run they
+    hold one config's budget, not two (counting two let a later config be refused as over
+    budget, and the study lost it)."""
+    return len({_key(t.params) for t in trials})
+
+
 def _key(params: Config) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
@@ -165,13 +173,6 @@ class _ProblemDriver:
         if self._snapshot is None:
             self._snapshot, self._told_uncounted = self.study.get_trials(deepcopy=False), set()
         return [t for t in self._snapshot if counts(t) and t.number not in self._told_uncounted]
-
-    def _spent(self, trials: list[FrozenTrial]) -> int:
-        """The budget `trials` spend: their distinct configs. Two drivers may measure one
-        config at once; the later trial ends as the earlier's duplicate, so while both run
-        they hold one config's budget, not two (counting two let a later config be refused
-        as over budget, and the study lost it)."""
-        return len({_key(t.params) for t in trials})
 
     def _enqueue_start(self) -> None:
         """The default, then the space's seed configs, once per study (a resumed study has
@@ -270,7 +271,7 @@ class _ProblemDriver:
         twin = next((t.number for t in earlier if t.params == trial.params), None)
         if twin is not None:
             attrs["duplicate_of"] = twin
-        elif self._spent(earlier) >= self.trials:
+        elif budget_spent(earlier) >= self.trials:
             state, value = TrialState.PRUNED, None
             attrs.update(outcome=OVER_BUDGET, message="the study's budget was spent by trials "
                                                       "created before this one")
@@ -291,10 +292,10 @@ class _ProblemDriver:
 
     # -- the loop ----------------------------------------------------------------------------
     def _ask_more(self) -> None:
-        spent = self._spent(self._counting())  # by every driver: they share one budget
+        spent = budget_spent(self._counting())  # by every driver: they share one budget
         if spent >= self.trials:  # as of the step's read: other drivers' trials may have ended
             self._snapshot = None  # as duplicates since, freeing budget; decide on a fresh read
-            spent = self._spent(self._counting())
+            spent = budget_spent(self._counting())
         while self.runner.in_flight < self.runner.slots and spent < self.trials \
                 and not self.stopped:
             refused = self.proposals.refused
