@@ -9,6 +9,7 @@
 #   bash scripts/gpu_suite_s5.sh final   # carry .bundle/tvm-b (a third machine: stage, site again)
 #   bash scripts/gpu_suite_s5.sh block   # carry .bundle/tvm-b (a fourth machine: stage, site again)
 #   bash scripts/gpu_suite_s5.sh judge   # carry .bundle/tvm-b (a fifth machine: stage, site again)
+#   NCU_SHAPES=... bash scripts/gpu_suite_s5.sh ncu   # carry .bundle/tvm-b (a sixth machine)
 # attn: (issue 20) the strided-q/k/v GPU tests; a short study of the decoder block's three
 #   prefill GEMM shapes the committed store lacks, merged into a copy of it; the decoder block
 #   at decode and prefill on that store.
@@ -27,6 +28,13 @@ source scripts/gpu_env.sh
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
 S5=studies/2026-11-23-h100-gemm-s5
 sha256sum $STORE studies/configs/fa4_sm90/*.json | tee $R/stores.sha256
+ncu_shapes() {
+  for shape in $NCU_SHAPES; do
+    python3 scripts/ncu_gemm.py build $SCRATCH/ncu $shape --store $STORE > $R/ncu_build.log 2>&1
+    OUT=$R timeout 120 bash scripts/ncu_gemm.sh $SCRATCH/ncu $shape 2>&1 | tail -n 40
+    echo "ncu $shape done at $SECONDS s" | tee -a $R/run.log
+  done
+}
 case $1 in
 attn)
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_strided_tma_gpu.py \
@@ -64,11 +72,10 @@ gemm)
       --out $R/sk_$v 2>&1 | tail -n 18
     echo "stream-K $v done at $SECONDS s" | tee -a $R/run.log
   done
-  for shape in ${NCU_SHAPES:-3100x8192x22016 1800x4096x11008}; do
-    python3 scripts/ncu_gemm.py build $SCRATCH/ncu $shape --store $STORE > $R/ncu_build.log 2>&1
-    OUT=$R timeout 120 bash scripts/ncu_gemm.sh $SCRATCH/ncu $shape 2>&1 | tail -n 40
-    echo "ncu $shape done at $SECONDS s" | tee -a $R/run.log
-  done
+  NCU_SHAPES=${NCU_SHAPES:-3100x8192x22016 1800x4096x11008} ncu_shapes
+  ;;
+ncu)  # Nsight Compute of ours (default, stored config) vs cuBLAS on NCU_SHAPES
+  ncu_shapes
   ;;
 final)  # what timed out in attn and bench: the decode block; stream-K in 2x1 clusters
   timeout ${BLOCK_S:-200} python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 5 \
@@ -99,6 +106,6 @@ judge)  # issue 18 on studies/unseen_gemm_2026-11-23-s5.md with the many-wave BL
     --shapes 2500x5120x17920 3100x8192x22016 --out $R/old_dev > $R/old_dev.log 2>&1
   echo "old default, seen rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/old_dev.log | tail -5
   ;;
-*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final|block|judge" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s5.sh stage|site|attn|gemm|bench|final|block|judge|ncu" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
