@@ -34,24 +34,26 @@ def main() -> None:
         e = by_key[key(shape)]
         tiled = e["config"] | {"stream_k": False}
         problem = space.parse_problem(shape)
+        sk = tiled | {"stream_k": True, "persistent": True, "split_k": 1}
         for name, cfg in (("tiled", tiled),
-                          ("sk_first", tiled | {"stream_k": True, "persistent": True,
-                                                "cluster": "1x1", "split_k": 1, "l2_evict": "first"}),
-                          ("sk_normal", tiled | {"stream_k": True, "persistent": True,
-                                                 "cluster": "1x1", "split_k": 1,
-                                                 "l2_evict": "normal"}),
+                          ("sk_first", sk | {"cluster": "1x1", "l2_evict": "first"}),
+                          ("sk_normal", sk | {"cluster": "1x1", "l2_evict": "normal"}),
                           # stream-K in 2x1 clusters (after the first run: see README)
-                          ("sk_2x1", tiled | {"stream_k": True, "persistent": True,
-                                              "cluster": "2x1", "split_k": 1})):
+                          ("sk_2x1", sk | {"cluster": "2x1"})):
             if space.violations(cfg, problem):
                 raise SystemExit(f"{name} {shape}: {space.violations(cfg, problem)}")
             out[name].append({"problem": e["problem"], "config": cfg, "time_ms": e["time_ms"],
                               "source": f"s5 stream-K experiment ({name}) from {e['source']}"})
     for name, entries in out.items():
-        (HERE / f"{name}.json").write_text(json.dumps(
-            {"schema": committed["schema"], "header": committed["header"], "entries": entries},
-            indent=1, sort_keys=True) + "\n")
+        write_store(HERE / f"{name}.json", entries)
         print(name, len(entries))
+
+
+def write_store(path: Path, entries: list[dict]) -> None:
+    """A store file with the committed store's header (the same GPU, template and timer)."""
+    committed = json.loads(COMMITTED.read_text())
+    path.write_text(json.dumps({"schema": committed["schema"], "header": committed["header"],
+                                "entries": entries}, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
@@ -63,9 +65,6 @@ def defaults_store(shapes: list[str], out: Path) -> None:
     before a default rule changes, `autotune compare --store` on it then times the old default
     beside the new one (compare's default column) and cuBLAS."""
     space = get_space("gemm_sm90")
-    committed = json.loads(COMMITTED.read_text())
-    entries = [{"problem": key(s), "config": space.default_config(space.parse_problem(s)),
-                "time_ms": 1.0, "source": "s5: the default before the large-shape rule change"}
-               for s in shapes]
-    out.write_text(json.dumps({"schema": committed["schema"], "header": committed["header"],
-                               "entries": entries}, indent=1, sort_keys=True) + "\n")
+    write_store(out, [{"problem": key(s), "config": space.default_config(space.parse_problem(s)),
+                       "time_ms": 1.0, "source": "s5: the default before the large-shape rule change"}
+                      for s in shapes])
