@@ -17,6 +17,7 @@ import operator
 import platform
 import re
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import UserError
 from ..locations import results_dir
@@ -53,7 +54,8 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _from_store(path: str, kernel: str | None) -> tuple[list[Measurement], dict[str, str], str, str]:
+def _from_store(path: str, kernel: str | None
+                ) -> tuple[list[Measurement], int, dict[str, str], str, str]:
     from ..spaces import get_space
 
     from ..dispatch.rules import Selector
@@ -80,10 +82,10 @@ def _from_store(path: str, kernel: str | None) -> tuple[list[Measurement], dict[
                "timer": h.timer or "not recorded (schema 1)", "device": h.device,
                "arch": h.arch, "driver / CUDA": f"{h.driver} / {h.cuda}", "TVM": h.tvm,
                "template": h.template}
-    return rows, context, h.space, h.device
+    return rows, len(rows), context, h.space, h.device
 
 
-def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
+def _measured(args) -> tuple[Iterator[Measurement], int, dict[str, str], str, str]:
     from ..store import current_gpu
 
     if current_gpu() is None:
@@ -110,10 +112,6 @@ def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
         problems.sort(key=lambda p: (p.dtype, tuple(v for _, v in p.fields)))
     if not problems:
         raise UserError("nothing to compare: no usable config store and no --shapes")
-    rows = []
-    for problem in problems:
-        rows.append(measure(op, problem, rounds=args.rounds, block=args.block))
-        print(f"measured {problem.key}: {rows[-1]}", flush=True)
     device = torch.cuda.get_device_name(0)
     context = {"source": f"measured side by side in one run, {datetime.date.today()}",
                "timer": f"{PROTOCOL} (autotune/runner/protocol.py), {args.rounds} interleaved "
@@ -121,7 +119,14 @@ def _measured(args) -> tuple[list[Measurement], dict[str, str], str, str]:
                "device": device, "host": platform.node(), "torch": torch.__version__,
                "config store": op.store_path or "none usable (defaults)",
                "command": " ".join(["autotune", *getattr(args, "argv", ["compare"])])}
-    return rows, context, space.name, device
+
+    def rows():  # one shape at a time, for compare_main to report each as it comes
+        for problem in problems:
+            row = measure(op, problem, rounds=args.rounds, block=args.block)
+            print(f"measured {problem.key}: {row}", flush=True)
+            yield row
+
+    return rows(), len(problems), context, space.name, device
 
 
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
@@ -149,11 +154,17 @@ def compare_main(args) -> int:
     import pandas as pd
 
     subsets = dict(parse_subset(s) for s in args.subset)
-    rows, context, space_name, device = (_from_store(args.from_store, args.kernel)
-                                         if args.from_store else _measured(args))
+    rows, total, context, space_name, device = (_from_store(args.from_store, args.kernel)
+                                                if args.from_store else _measured(args))
     out = Path(args.out) if args.out else results_dir("compare") / space_name / device_slug(device)
     title = f"{space_name} on {device}: our kernel, default, vendor and dispatch"
-    table = write_report(rows, out, title, context, subsets)
+    done = []
+    for row in rows:
+        done.append(row)
+        if len(done) < total:  # a run killed at a time limit keeps the shapes measured so far
+            write_report(done, out, f"{title} (partial: {len(done)} of {total} shapes)", context,
+                         subsets, plots=False)
+    table = write_report(done, out, title, context, subsets)
     with pd.option_context("display.width", 200, "display.max_columns", None,
                            "display.float_format", "{:.4g}".format):
         print(table.drop(columns=["note"]).to_string(index=False))
