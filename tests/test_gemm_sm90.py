@@ -133,7 +133,7 @@ def test_grouped_raster_visits_every_cluster_tile_once(rows, cols, cfg):
     assert seen == set(itertools.product(range(g.cluster_tiles_m), range(g.cluster_tiles_n)))
 
 
-def covering_sample(seed: int = 0, per_shape: int = 6) -> list[tuple]:
+def covering_sample(seed: int = 0, per_shape: int = 7) -> list[tuple]:
     """Legal (problem, config) pairs drawn until every value of every knob appears."""
     rng = random.Random(seed)
     shapes = ("16x4096x4096", "1000x1024x4104", "4096x4096x4096")

@@ -4,10 +4,12 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - shape: dtype bf16/fp16, N and K multiples of 8 (TMA needs 16-byte aligned row strides);
 - shared memory: 1024 + stages*(BLK_M + BLK_N)*BLK_K*2 (+ the TMA-store epilogue's staging:
   consumers x 2 buffers x wg_m x one swizzle row of 64/32/16 columns x 2 B) <= 232448 B;
+- rows: BLK_M = consumers x wg_m <= 256 (a TMA box spans at most 256 rows);
 - registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2) must fit the entry
-  register cap 65536/threads next to ~40 registers of addressing: <= 128 with two consumers
-  (384 threads, 168 registers), <= 192 with one (256 threads, 255 registers); <= 64 for two
-  consumers of wg_m=128 with the register epilogue (measured: more spills);
+  register cap 65536/threads next to ~40 registers of addressing: <= 96 with three consumers
+  (512 threads, 128 registers), <= 128 with two (384 threads, 168 registers), <= 192 with one
+  (256 threads, 255 registers); <= 64 for two consumers of wg_m=128 with the register epilogue
+  (measured: more spills);
 - wgmma: N = BLK_N in [16, 256], a multiple of 16 (wgmma takes 8; the accumulator fences,
   epilogue chunks and 2x1 multicast halves take 16-column groups);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
@@ -45,22 +47,26 @@ from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 
 SMEM_LIMIT = 232448
-MAX_ACC_REGS = {1: 192, 2: 128}
+# ptxas allocates the whole kernel under the launch cap, setmaxnreg or not: with three
+# consumers (128 registers) 104 accumulators need 138 (C7602), 96 compile without spills.
+MAX_ACC_REGS = {1: 192, 2: 128, 3: 96}
 # Measured (ptxas, sm_90a): wg_m=128 x2 consumers with the register epilogue spills from 96
 # accumulators on (the TMA-store epilogue and wg_m=64 do not, up to 128).
 MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
 # Measured (ptxas, sm_90a): split-K's reduction needs registers beside the accumulators; above
 # these (by consumers, then split_k) it spills (e.g. 2 consumers x 112 at split 2: 152 B;
 # at split 8: 1 x 128 accumulators 32 B, 2 x 96 16 B).
-MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96, 8: 64}, 2: {2: 96, 4: 96, 8: 64}}
+MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96, 8: 64}, 2: {2: 96, 4: 96, 8: 64},
+                        3: {2: 96, 4: 96, 8: 96}}
 # ... and two consumers of two m64 atoms each reduce 8 ways only up to 32 (64 spill 8 B).
 MAX_ACC_REGS_SPLIT_8_TWO_ATOMS = 32
+MAX_BLK_M = 256
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
 # The knobs and their values; `swap_ab` is offered for skinny problems only.
 KNOBS: dict[str, tuple] = {
     "wg_m": (64, 128),
-    "consumers": (1, 2),
+    "consumers": (1, 2, 3),
     "blk_n": tuple(range(16, 257, 16)),
     "blk_k": (64, 128),
     "stages": (2, 3, 4, 5, 6, 7, 8, 10, 12, 16),
@@ -157,6 +163,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             out.append(f"shared memory {smem} B > {SMEM_LIMIT} B "
                        f"({cfg.stages} stages of ({cfg.blk_m}+{cfg.blk_n})x{cfg.blk_k}"
                        f"{' + the epilogue staging' if cfg.epilogue == 'tma' else ''})")
+        if cfg.blk_m > MAX_BLK_M:
+            out.append(f"BLK_M={cfg.blk_m} ({cfg.consumers} consumers x wg_m={cfg.wg_m}) > "
+                       f"{MAX_BLK_M}: a TMA box spans at most {MAX_BLK_M} rows")
         acc, cap = accumulator_regs(cfg), MAX_ACC_REGS[cfg.consumers]
         if acc > cap:
             out.append(f"{acc} accumulator registers per thread > {cap} with "

@@ -3,7 +3,9 @@
 Warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads into a
 `stages`-deep shared-memory ring guarded by full/empty mbarriers), warpgroups 1..C are
 consumers that issue `wgmma` on their `wg_m` rows of the CTA tile, cooperatively on one
-tile. `setmaxnreg` moves registers from the producer to the consumers.
+tile (three consumers of 64 rows make the 192-row tiles that fill the SMs' waves where
+128-row ones leave a last wave mostly idle). `setmaxnreg` moves registers from the producer
+to the consumers.
 
 Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
 of the operand the pair shares, persistent scheduling with grouped raster order, a
@@ -56,9 +58,8 @@ from ._sm90_wgmma import (
 )
 
 PRODUCER_REGS = 40
-REDUCE_BARRIER = 3  # named barrier of the consumers (1 and 2 are the warpgroups' own)
 # setmaxnreg budgets: (producer + consumers) x 128 threads x regs <= 65536
-CONSUMER_REGS = {1: 240, 2: 232}
+CONSUMER_REGS = {1: 240, 2: 232, 3: 152}
 
 
 def _tile_coords(t, g: Geometry, cfg: GemmConfig):
@@ -107,6 +108,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     NWG = C + 1
     ROWS, COLS, KT, TOTAL, NCL = g.rows, g.cols, g.k_tiles, g.total, g.clusters
     CREGS = CONSUMER_REGS[C]
+    REDUCE_BARRIER = C + 1  # named barrier of all consumers (1..C are each warpgroup's own)
     SLICE = ACC // SK  # accumulators each split-K rank reduces and stores
     assert SK == 1 or (not cfg.persistent and not EPI_TMA and MC == 1 and SLICE % 2 == 0
                        and KT >= SK), "split-K: one tile per cluster, register epilogue"

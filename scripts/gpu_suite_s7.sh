@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Session 7 on the GPU machine: TVM staged in two parts and the optuna/ray site in a third
+# (together over the 64 MiB a call carries), then one step per call, machine kept warm:
+#   bash scripts/gpu_suite_s7.sh stage   # carry .bundle/tvm-a
+#   bash scripts/gpu_suite_s7.sh site    # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s7.sh seen    # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s7.sh judge   # carry .bundle/tvm-b (a second machine: stage, site again)
+# seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
+#   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
+# judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
+#   old default (a store of it, made before the rule change) beside the new.
+# Results: $OUT/<step>.tgz.
+if [ "$1" = site ]; then
+  mkdir -p ${TMPDIR:-/tmp}/site && tar -xJf .bundle/device-site.tar.xz -C ${TMPDIR:-/tmp}/site
+  ls ${TMPDIR:-/tmp}/site | head; exit 0
+fi
+source scripts/gpu_suite_common.sh "$1"
+source scripts/gpu_env.sh
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+S7=studies/2026-11-23-h100-gemm-s7
+sha256sum $STORE $S7/*.json | tee $R/stores.sha256
+compare() {  # $1 name, $2 seconds, $3 store, then shapes
+  local name=$1 secs=$2 store=$3; shift 3
+  timeout $secs autotune compare gemm --store $store --shapes "$@" --subset "M<=256" \
+    --subset "M>1024" --rounds 3 --out $R/$name > $R/$name.log 2>&1
+  echo "$name rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/$name.log | tail -24
+}
+case $1 in
+seen)
+  SEEN="2900x12288x3072 2200x49152x3072 6000x3072x24576 1500x3072x4096 4600x16384x3072
+        3300x3072x3072 1900x65536x5120 5200x5120x32768 2600x3584x3584 3800x1536x8960
+        2500x5120x17920 1800x4096x11008 3100x8192x22016 1536x5120x4096 4096x4096x4096
+        2048x4096x14336"
+  compare c3 ${C3_S:-300} $S7/c3.json $SEEN
+  compare c3_192 ${C3_S:-200} $S7/c3_192.json 2200x49152x3072 4600x16384x3072 3300x3072x3072 \
+    5200x5120x32768 2600x3584x3584 3800x1536x8960 1800x4096x11008 1536x5120x4096 4096x4096x4096
+  ;;
+judge)
+  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  compare unseen ${UNSEEN_S:-330} $STORE $LIST
+  [ -f $S7/old_default_unseen.json ] && compare old_unseen ${OLD_S:-200} $S7/old_default_unseen.json $OLD_SHAPES
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge" >&2; exit 2 ;;
+esac
+tar czf $OUT/$1.tgz -C $R .
