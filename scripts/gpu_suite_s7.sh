@@ -38,7 +38,9 @@ seen)
 judge)
   LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
   compare unseen ${UNSEEN_S:-330} $STORE $LIST
-  [ -f $S7/old_default_unseen.json ] && compare old_unseen ${OLD_S:-200} $S7/old_default_unseen.json $OLD_SHAPES
+  compare old_unseen ${OLD_S:-240} $S7/old_default_unseen.json 3000x6144x2560 2300x19456x2560 \
+    4500x2560x9728 5000x6144x2048 3600x25600x4096 1100x45056x8192 1400x24576x8192 \
+    2500x27392x4096 1800x4096x13696 3300x4608x4096
   ;;
 *) echo "usage: gpu_suite_s7.sh stage|site|seen|judge" >&2; exit 2 ;;
 esac

@@ -258,22 +258,43 @@ def test_large_default_narrows_tiles_that_fill_one_wave_badly():
     # 128 tiles of 128x160 fill the wave and N. Shapes of many waves keep 256.
     narrow = SPACE.default_config(SPACE.parse_problem("4096x640x2048"))
     assert (narrow["blk_n"], narrow["cluster"], narrow["persistent"]) == (160, "2x1", True)
-    for shape in ("4096x4096x4096", "8192x28672x4096", "2048x2048x2048"):
+    for shape in ("4096x4096x4096", "8192x8192x8192", "2048x2048x2048"):
         assert SPACE.default_config(SPACE.parse_problem(shape))["blk_n"] == 256
 
 
 @pytest.mark.parametrize("shape, blk_n", [
-    # 200 cluster tiles of 128x256 on 66 clusters: 4 waves, the last with 2 tiles; 230 of
-    # 128x224 take 4 waves too, every one nearly full (-12.5% waves x BLK_N; H100: 0.763 vs
-    # 0.838 ms, studies/2026-11-23-h100-gemm-s5/)
-    ("2500x5120x17920", 224),
-    # 7 waves of 256 against 9 of 192: -3.6%, under the rule's 5%: 256 stays
-    ("3100x8192x22016", 256),
+    # 26 x 12 = 312 tiles of 128x256: 3 waves, the last with 48; 26 x 14 = 364 of 128x224 take
+    # 3 waves too, nearly full (-12.5% waves x BLK_N; H100: 1.021x the 256-wide default,
+    # studies/2026-11-23-h100-gemm-s5/); 192-row tiles take 3 waves of more area
+    ("3300x3072x3072", 224),
+    # 16 waves of 256 against 16 of 224 and 19 of 192: 256 stays
     ("8192x8192x8192", 256),
 ])
 def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(shape, blk_n):
     config = SPACE.default_config(SPACE.parse_problem(shape))
-    assert (config["blk_n"], config["cluster"], config["persistent"]) == (blk_n, "2x1", True)
+    assert (config["consumers"], config["blk_n"], config["cluster"], config["persistent"]) == (
+        2, blk_n, "2x1", True)
+
+
+@pytest.mark.parametrize("shape, rows, blk_n", [
+    # 8 x 16 = 128 tiles of 192x192 in one wave; 240 of 128x160 in two (H100: 1.30x)
+    ("1500x3072x4096", 192, 192),
+    # 14 x 28 = 392 of 192x128 in 3 waves against 3 of 128x224, 22% more area (1.12x)
+    ("2600x3584x3584", 192, 128),
+    # 2 waves of 192x160 against 2 of 128x256 (1.18x); 192x192 takes 2 waves of more area
+    ("1800x4096x11008", 192, 160),
+    # 192x160 within 3% of 192x192's waves x area: the wider (1.049x; 160: 1.01x)
+    ("5200x5120x32768", 192, 192),
+    # 4 waves of 192x192 are 12.5% more area than 4 of 128x256: beyond the 5% slack (0.95x)
+    ("4096x4096x4096", 128, 256),
+])
+def test_large_default_takes_192_row_tiles_where_their_waves_take_no_more_area(
+        shape, rows, blk_n):
+    # H100 figures: 192-row tile / the 128-row default, studies/2026-11-23-h100-gemm-s7/seen
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert (config["consumers"] * config["wg_m"], config["blk_n"]) == (rows, blk_n)
+    assert config["cluster"] == "2x1" and SPACE.violations(config, problem) == []
 
 
 @pytest.mark.parametrize("shape, blk_n", [("200x3584x4096", 128), ("256x3072x8192", 96),

@@ -12,8 +12,8 @@ def test_stream_k_takes_clusters_a_pair_sharing_each_tile():
     # 3100x8192x22016 in 2x1 clusters of 128x256 tiles: 13 x 32 = 416 cluster tiles on 66
     # clusters (132 SMs): 5 waves whole, 86 cluster tiles' 344 K tiles shared by 66 clusters
     problem = SPACE.parse_problem("3100x8192x22016")
-    config = {**SPACE.default_config(problem), "persistent": True, "cluster": "2x1",
-              "stream_k": True}
+    config = {**SPACE.default_config(problem), "consumers": 2, "blk_n": 256, "stages": 4,
+              "persistent": True, "cluster": "2x1", "stream_k": True}
     assert SPACE.violations(config, problem) == []
     g = geometry(3100, 8192, 22016, kernel_config(config))
     assert (g.total, g.clusters, g.grid) == (416, 66, 132)

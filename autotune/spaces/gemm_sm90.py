@@ -97,6 +97,13 @@ LARGE_BLK_N = (256, 224, 192, 160, 128)
 # before the rule), 2500x5120x17920 1.098x (224; studies/2026-11-23-h100-gemm-s5/judge/).
 MANY_WAVE_BLK_N = (256, 224, 192)
 MANY_WAVE_MIN_GAIN = 0.05
+# 192-row tiles (three 64-row consumers): the widths (multiples of 32: _staged_width), the
+# slack within which the widest of them is taken over the fewest waves x tile area (wider
+# loads fewer operand rows per FLOP), and the slack within which they are taken over the
+# 128-row tile (at equal waves x area they ran faster on every H100 shape measured).
+ROWS_192_BLK_N = (192, 160, 128)
+ROWS_192_WIDEST_WITHIN = 0.03
+ROWS_192_WITHIN = 0.05
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -305,22 +312,32 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         wave that leaves most SMs idle (3300x3072: 3 waves of 256, 1/4 of the last busy; 3 of
         224, all busy nearly). Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
         last of 7 waves (studies/2026-11-23-h100-gemm-s5/)."""
-        N = problem["N"]
-        rows = 2 * -(-problem["M"] // 256)  # tile rows, in pairs for the cluster
+        M, N = problem["M"], problem["N"]
 
-        def waves(n):
+        def waves(blk_m, n):
+            rows = 2 * -(-M // (2 * blk_m))  # tile rows, in pairs for the cluster
             return -(-rows * -(-N // n) // H100_SMS)
 
         blk_n = 256
-        if waves(256) <= 2:
-            blk_n = min(LARGE_BLK_N, key=lambda n: (waves(n) * n, -n))
+        if waves(128, 256) <= 2:
+            blk_n = min(LARGE_BLK_N, key=lambda n: (waves(128, n) * n, -n))
         else:
-            best = min(MANY_WAVE_BLK_N, key=lambda n: (waves(n) * n, -n))
-            if waves(best) * best <= (1 - MANY_WAVE_MIN_GAIN) * waves(256) * 256:
+            best = min(MANY_WAVE_BLK_N, key=lambda n: (waves(128, n) * n, -n))
+            if waves(128, best) * best <= (1 - MANY_WAVE_MIN_GAIN) * waves(128, 256) * 256:
                 blk_n = best
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
                                 cluster="2x1")
-        return config if blk_n == 256 else self._deepest(problem, config)
+        config = config if blk_n == 256 else self._deepest(problem, config)
+
+        def area(blk_m, n):  # the SM time the tiles take, in tile areas x waves
+            return waves(blk_m, n) * blk_m * n
+
+        fewest = min(area(192, n) for n in ROWS_192_BLK_N)
+        wide = max(n for n in ROWS_192_BLK_N
+                   if area(192, n) <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
+        if area(192, wide) <= (1 + ROWS_192_WITHIN) * area(128, blk_n):
+            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide})
+        return config
 
     def _narrow_tiles(self, problem: Problem) -> Config:
         """64-row tiles of one consumer, the narrowest BLK_N that fits one wave, at least 64
@@ -393,7 +410,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         else:
             tries = [v(stages=3), v(cluster="1x1"), v(cluster="1x2"), v(persistent=False),
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
-                     v(epilogue="reg")] + self._narrow_family(problem)
+                     v(epilogue="reg"), v(consumers=2, blk_n=256)]
+            tries += [v(consumers=3, blk_n=n) for n in ROWS_192_BLK_N]
+            tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []
         for c in tries:

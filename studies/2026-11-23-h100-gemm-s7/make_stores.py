@@ -4,7 +4,8 @@ For each seen large shape, the 192-row tile (three 64-row consumers, 2x1 cluster
 persistent, the default's L2 hint and epilogue, the deepest ring that fits) whose BLK_N of
 192..128 takes the fewest waves x tile area, into `c3.json`; 192x192 tiles into `c3_192.json`
 where that width differs. `autotune compare --store` on each times it beside the default and
-cuBLAS."""
+cuBLAS. With `--defaults OUT SHAPE...`: a store of the default configs (see defaults_store).
+"""
 
 import json
 import math
@@ -59,5 +60,19 @@ def write_store(path: Path, entries: list[dict]) -> None:
                                 "entries": entries}, indent=1, sort_keys=True) + "\n")
 
 
+def defaults_store(shapes: list[str], out: Path) -> None:
+    """A store whose entry per shape is the space's default config as the rules stand in the
+    imported package: run against the revision before a rule change (PYTHONPATH=<its
+    worktree>), `autotune compare --store` on it then times the old default beside the new
+    one (compare's default column) and cuBLAS."""
+    space = get_space("gemm_sm90")
+    write_store(out, [{"problem": key(s), "config": space.default_config(space.parse_problem(s)),
+                       "time_ms": 1.0, "source": "s7: the default before the 192-row rule"}
+                      for s in shapes])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1] == "--defaults":  # --defaults OUT SHAPE...
+        defaults_store(sys.argv[3:], Path(sys.argv[2]))
+    else:
+        main(sys.argv[1:])
