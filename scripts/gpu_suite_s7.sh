@@ -5,6 +5,8 @@
 #   bash scripts/gpu_suite_s7.sh site    # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s7.sh seen    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s7.sh judge   # carry .bundle/tvm-b (a second machine: stage, site again)
+#   bash scripts/gpu_suite_s7.sh study   # carry .bundle/tvm-b (the same machine)
+#   bash scripts/gpu_suite_s7.sh after   # carry .bundle/tvm-b (the same machine)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -42,6 +44,15 @@ judge)
     4500x2560x9728 5000x6144x2048 3600x25600x4096 1100x45056x8192 1400x24576x8192 \
     2500x27392x4096 1800x4096x13696 3300x4608x4096
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge" >&2; exit 2 ;;
+study)  # an 8-trial study of each unseen shape (killed at its limit, it keeps what it measured)
+  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  short_study unseen 8 ${STUDY_S:-540} $LIST
+  echo "study done at $SECONDS s" | tee -a $R/run.log; tail -n 30 $R/unseen_study.log
+  ;;
+after)  # the study's store (same machine, after the study step): its winners beside cuBLAS
+  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  compare after ${AFTER_S:-540} $SCRATCH/results/study/unseen_store.json $LIST
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
