@@ -7,6 +7,7 @@
 #   bash scripts/gpu_suite_s7.sh judge   # carry .bundle/tvm-b (a second machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh study   # carry .bundle/tvm-b (the same machine)
 #   bash scripts/gpu_suite_s7.sh after   # carry .bundle/tvm-b (the same machine)
+#   bash scripts/gpu_suite_s7.sh ab      # carry .bundle/tvm-b (a third machine: stage, site again)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -24,7 +25,7 @@ sha256sum $STORE $S7/*.json | tee $R/stores.sha256
 compare() {  # $1 name, $2 seconds, $3 store, then shapes
   local name=$1 secs=$2 store=$3; shift 3
   timeout $secs autotune compare gemm --store $store --shapes "$@" --subset "M<=256" \
-    --subset "M>1024" --rounds 3 --out $R/$name > $R/$name.log 2>&1
+    --subset "M>1024" --rounds ${ROUNDS:-3} --out $R/$name > $R/$name.log 2>&1
   echo "$name rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/$name.log | tail -24
 }
 case $1 in
@@ -53,6 +54,12 @@ after)  # the study's store (same machine, after the study step): its winners be
   LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
   compare after ${AFTER_S:-540} $SCRATCH/results/study/unseen_store.json $LIST
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after" >&2; exit 2 ;;
+ab)  # the old default beside the new on 6 shapes where seen and unseen disagreed, 9 rounds, in
+  # two processes one after the other: is the gap the shape's or the run's?
+  AB="1800x4096x11008 1800x4096x13696 1500x3072x4096 5000x6144x2048 2500x27392x4096 1100x45056x8192"
+  ROUNDS=9 compare ab1 ${AB_S:-280} $S7/old_default_ab.json $AB
+  ROUNDS=9 compare ab2 ${AB_S:-280} $S7/old_default_ab.json $AB
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
