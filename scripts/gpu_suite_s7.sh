@@ -57,8 +57,11 @@ after)  # the study's store (same machine, after the study step): its winners be
 ab)  # the old default beside the new on 6 shapes where seen and unseen disagreed, 9 rounds, in
   # two processes one after the other: is the gap the shape's or the run's?
   AB="1800x4096x11008 1800x4096x13696 1500x3072x4096 5000x6144x2048 2500x27392x4096 1100x45056x8192"
-  ROUNDS=9 compare ab1 ${AB_S:-280} $S7/old_default_ab.json $AB
-  ROUNDS=9 compare ab2 ${AB_S:-280} $S7/old_default_ab.json $AB
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > $R/clocks.csv &
+  ROUNDS=9 compare ab1 ${AB_S:-270} $S7/old_default_ab.json $AB
+  ROUNDS=9 compare ab2 ${AB_S:-270} $S7/old_default_ab.json $AB
+  kill %1
   ;;
 *) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab" >&2; exit 2 ;;
 esac
