@@ -8,6 +8,7 @@
 #   bash scripts/gpu_suite_s7.sh study   # carry .bundle/tvm-b (the same machine)
 #   bash scripts/gpu_suite_s7.sh after   # carry .bundle/tvm-b (the same machine)
 #   bash scripts/gpu_suite_s7.sh ab      # carry .bundle/tvm-b (a third machine: stage, site again)
+#   bash scripts/gpu_suite_s7.sh judge2  # carry .bundle/tvm-b (a fourth machine: stage, site again)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -63,6 +64,15 @@ ab)  # the old default beside the new on 6 shapes where seen and unseen disagree
   ROUNDS=9 compare ab2 ${AB_S:-270} $S7/old_default_ab.json $AB
   kill %1
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab" >&2; exit 2 ;;
+judge2)  # the narrowed rule on the second unseen list: the committed store (dispatch, default,
+  # cuBLAS), then the default before this session beside the new one (old_default_s7b.json)
+  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7b.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > $R/clocks.csv &
+  ROUNDS=5 compare unseen2 ${UNSEEN_S:-300} $STORE $LIST
+  ROUNDS=5 compare old_unseen2 ${OLD_S:-270} $S7/old_default_s7b.json $LIST
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

@@ -97,13 +97,19 @@ LARGE_BLK_N = (256, 224, 192, 160, 128)
 # before the rule), 2500x5120x17920 1.098x (224; studies/2026-11-23-h100-gemm-s5/judge/).
 MANY_WAVE_BLK_N = (256, 224, 192)
 MANY_WAVE_MIN_GAIN = 0.05
-# 192-row tiles (three 64-row consumers): the widths (multiples of 32: _staged_width), the
-# slack within which the widest of them is taken over the fewest waves x tile area (wider
-# loads fewer operand rows per FLOP), and the slack within which they are taken over the
-# 128-row tile (at equal waves x area they ran faster on every H100 shape measured).
-ROWS_192_BLK_N = (192, 160, 128)
+# 192-row tiles (three 64-row consumers): the widths, the slack within which the widest of
+# them is taken over the fewest waves x tile area, and the cut in waves x area over the
+# 128-row tile they must bring. Why so strict: large GEMMs run at the H100's 700 W power cap
+# (SM clock 1350-1500 MHz, throttle reason SW power cap), where an SM's energy per FLOP sets
+# its speed and a part-idle last wave costs less than its area (the busy SMs clock up). A
+# 64xN wgmma reads 64 + N operand rows from shared memory per 64 x N x 16 MACs: N = 128 reads
+# 20% more per FLOP than N = 256 (192x128 tiles: 2500x27392x4096 0.85x the 128x256 default,
+# 9 rounds, twice; studies/2026-11-23-h100-gemm-s7/ab), so 128 is not offered; where 192-row
+# tiles cut waves x area by >= 9% they won (1500x3072x4096 1.08x, 1100x45056x8192 1.14x);
+# at 6% they tied or lost (1800x4096x11008 0.99x, 1800x4096x13696 0.98x).
+ROWS_192_BLK_N = (192, 160)
 ROWS_192_WIDEST_WITHIN = 0.03
-ROWS_192_WITHIN = 0.05
+ROWS_192_MIN_GAIN = 0.08
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -335,7 +341,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         fewest = min(area(192, n) for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
                    if area(192, n) <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
-        if area(192, wide) <= (1 + ROWS_192_WITHIN) * area(128, blk_n):
+        if area(192, wide) <= (1 - ROWS_192_MIN_GAIN) * area(128, blk_n):
             return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide})
         return config
 
