@@ -9,6 +9,7 @@
 #   bash scripts/gpu_suite_s7.sh after   # carry .bundle/tvm-b (the same machine)
 #   bash scripts/gpu_suite_s7.sh ab      # carry .bundle/tvm-b (a third machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh judge2  # carry .bundle/tvm-b (a fourth machine: stage, site again)
+#   bash scripts/gpu_suite_s7.sh block   # carry .bundle/tvm-b (a fifth machine: stage, site again)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -73,6 +74,19 @@ judge2)  # the narrowed rule on the second unseen list: the committed store (dis
   ROUNDS=5 compare old_unseen2 ${OLD_S:-270} $S7/old_default_s7b.json $LIST
   kill %1
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2" >&2; exit 2 ;;
+block)  # (issue 20) the decoder block's prefill GEMMs studied again now that 192-row tiles are in
+  # the space (the seeds offer them), merged into a copy of the committed store (the faster entry
+  # per shape), then the block at prefill on it, SM clocks sampled
+  short_study block 8 ${BLOCK_STUDY_S:-200} 4096x28672x4096 4096x6144x4096 4096x4096x14336
+  python3 -m autotune.store merge $STORE $R/block_store.json --out $R/merged_store.json
+  echo "block study done at $SECONDS s" | tee -a $R/run.log; grep -E "best|vendor" $R/block_study.log | tail -9
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > $R/clocks.csv &
+  timeout ${BLOCK_S:-330} python3 examples/llama_block.py --decode --prefill 512 2048 4096 \
+    --rounds 7 --store $R/merged_store.json --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
+  echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; tail -8 $R/block_prefill.log
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
