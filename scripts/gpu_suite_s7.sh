@@ -10,6 +10,7 @@
 #   bash scripts/gpu_suite_s7.sh ab      # carry .bundle/tvm-b (a third machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh judge2  # carry .bundle/tvm-b (a fourth machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh block   # carry .bundle/tvm-b (a fifth machine: stage, site again)
+#   bash scripts/gpu_suite_s7.sh power   # carry .bundle/tvm-b (a sixth machine: stage, site again)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -87,6 +88,14 @@ block)  # (issue 20) the decoder block's prefill GEMMs studied again now that 19
   echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; tail -8 $R/block_prefill.log
   kill %1
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block" >&2; exit 2 ;;
+power)  # clock, power and energy per FLOP of the default, 192-row tiles and cuBLAS held busy
+  for shape in 2500x27392x4096 1500x3072x4096; do
+    timeout 150 python3 scripts/power_gemm.py $shape $R/power_$shape.csv \
+      '{"consumers": 2, "blk_n": 256, "stages": 4}' '{"consumers": 3, "blk_n": 192, "stages": 3}' \
+      '{"consumers": 3, "blk_n": 160, "stages": 4}' '{"consumers": 3, "blk_n": 128, "stages": 4}' \
+      2>&1 | tail -6
+  done
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block|power" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
