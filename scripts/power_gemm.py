@@ -53,12 +53,12 @@ def main() -> None:
     for name, bind in variants.items():
         row = held_busy(lambda b=bind: time_on_sets(b, sets, replays=100).median_ms)
         flops = space.flops(problem)
-        row.update(shape=shape, variant=name, tflops=flops / row["ms"] / 1e9,
-                   tflop_per_kj=flops / 1e12 / (row["watts"] * row["ms"] / 1e3) / 1e3)
+        row.update(shape=shape, variant=name, tflops=flops / row["ms"] / 1e9)
+        row["tflop_per_j"] = row["tflops"] / row["watts"]
         rows.append(row)
         print(row, flush=True)
     table = pd.DataFrame(rows)[["shape", "variant", "ms", "tflops", "sm_mhz", "watts",
-                                "tflop_per_kj", "samples"]]
+                                "tflop_per_j", "samples"]]
     table.to_csv(out, index=False)
     print(table.to_string(index=False))
 

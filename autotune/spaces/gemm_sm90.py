@@ -100,13 +100,13 @@ MANY_WAVE_MIN_GAIN = 0.05
 # 192-row tiles (three 64-row consumers): the widths, the slack within which the widest of
 # them is taken over the fewest waves x tile area, and the cut in waves x area over the
 # 128-row tile they must bring. Why so strict: large GEMMs run at the H100's 700 W power cap
-# (SM clock 1350-1500 MHz, throttle reason SW power cap), where an SM's energy per FLOP sets
-# its speed and a part-idle last wave costs less than its area (the busy SMs clock up). A
-# 64xN wgmma reads 64 + N operand rows from shared memory per 64 x N x 16 MACs: N = 128 reads
-# 20% more per FLOP than N = 256 (192x128 tiles: 2500x27392x4096 0.85x the 128x256 default,
-# 9 rounds, twice; studies/2026-11-23-h100-gemm-s7/ab), so 128 is not offered; where 192-row
-# tiles cut waves x area by >= 9% they won (1500x3072x4096 1.08x, 1100x45056x8192 1.14x);
-# at 6% they tied or lost (1800x4096x11008 0.99x, 1800x4096x13696 0.98x).
+# (SM clock 1350-1560 MHz, throttle reason SW power cap), where a tile's speed is its energy
+# per FLOP x 700 W and a part-idle last wave costs less than its area (the busy SMs clock
+# up). At 2500x27392x4096, held busy: cuBLAS 1.00 TFLOP/J, 128x256 0.93, 192x192 0.90,
+# 192x160 0.86, 192x128 0.79 (studies/2026-11-23-h100-gemm-s7/power); so 128 is not offered
+# (0.85x the 128x256 default there, 9 rounds, twice: .../ab). Where 192-row tiles cut waves x
+# area by >= 9% they won (1500x3072x4096 1.08x, 1100x45056x8192 1.14x, 1100x55296x5120
+# 1.13x unseen); at 6% they tied or lost (1800x4096x11008 0.99x, 1800x4096x13696 0.98x).
 ROWS_192_BLK_N = (192, 160)
 ROWS_192_WIDEST_WITHIN = 0.03
 ROWS_192_MIN_GAIN = 0.08
