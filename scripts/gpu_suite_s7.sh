@@ -11,6 +11,7 @@
 #   bash scripts/gpu_suite_s7.sh judge2  # carry .bundle/tvm-b (a fourth machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh block   # carry .bundle/tvm-b (a fifth machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh power   # carry .bundle/tvm-b (a sixth machine: stage, site again)
+#   bash scripts/gpu_suite_s7.sh attn    # carry .bundle/tvm-b (a seventh machine: stage, site again)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -96,6 +97,15 @@ power)  # clock, power and energy per FLOP of the default, 192-row tiles and cuB
       2>&1 | tail -6
   done
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block|power" >&2; exit 2 ;;
+attn)  # (issue 20) the attention benchmark a third time (built here), SM clock and power sampled
+  timeout ${BENCH_BUILD_S:-120} python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
+    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > $R/clocks.csv &
+  timeout ${BENCH_S:-300} python3 -m autotune.bench.attention run $SCRATCH/bench $R \
+    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
+  kill %1; tail -n 30 $R/bench.log
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block|power|attn" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
