@@ -12,6 +12,7 @@
 #   bash scripts/gpu_suite_s7.sh block   # carry .bundle/tvm-b (a fifth machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh power   # carry .bundle/tvm-b (a sixth machine: stage, site again)
 #   bash scripts/gpu_suite_s7.sh attn    # carry .bundle/tvm-b (a seventh machine: stage, site again)
+#   bash scripts/gpu_suite_s7.sh decode  # carry .bundle/tvm-b (an eighth machine: stage, site again)
 # seen: (issue 18) 192-row tiles (three consumers) on 16 seen large shapes beside the default and
 #   cuBLAS (studies/2026-11-23-h100-gemm-s7/c3*.json, made by its make_stores.py).
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
@@ -106,6 +107,13 @@ attn)  # (issue 20) the attention benchmark a third time (built here), SM clock 
     > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
   kill %1; tail -n 30 $R/bench.log
   ;;
-*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block|power|attn" >&2; exit 2 ;;
+decode)  # (issue 20) the decoder block at decode on the committed stores, clocks sampled
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > $R/clocks.csv &
+  timeout ${BLOCK_S:-300} python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 7 \
+    --out $R/llama_block_decode > $R/block_decode.log 2>&1
+  echo "decode block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block_decode.log
+  ;;
+*) echo "usage: gpu_suite_s7.sh stage|site|seen|judge|study|after|ab|judge2|block|power|attn|decode" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
