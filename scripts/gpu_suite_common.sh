@@ -1,5 +1,6 @@
-# Sourced by scripts/gpu_suite_s3.sh and gpu_suite_s4.sh with the step name as $1: a results
+# Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
+# the `site` step (optuna and ray, then exit),
 # trials_csv and short_study.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
@@ -25,6 +26,10 @@ short_study() {  # $1 name, $2 trials, $3 seconds, then shapes: a gemm_sm90 stud
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage
   exit 0
+fi
+if [ "$1" = site ]; then  # the optuna/ray site gpu_env.sh would unpack, ahead of the calls that need it
+  mkdir -p $SCRATCH/site && tar -xJf .bundle/device-site.tar.xz -C $SCRATCH/site
+  ls $SCRATCH/site | head; exit 0
 fi
 unseen() {  # $1: a list of unseen shapes (studies/unseen_gemm_*.md), $2 trials, $3 study seconds:
   # compare with the committed store (dispatch, default, cuBLAS), a study of each shape, its

@@ -19,10 +19,6 @@
 #   stream-K with evict-first and evict-normal L2 loads (studies/2026-11-23-h100-gemm-s5/*.json);
 #   Nsight Compute of ours (default and stored config) vs cuBLAS on two ragged long-K shapes.
 # Results: $OUT/<step>.tgz.
-if [ "$1" = site ]; then
-  mkdir -p ${TMPDIR:-/tmp}/site && tar -xJf .bundle/device-site.tar.xz -C ${TMPDIR:-/tmp}/site
-  ls ${TMPDIR:-/tmp}/site | head; exit 0
-fi
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store

@@ -18,10 +18,6 @@
 # judge: the unseen list of session 7 from the committed store (dispatch, default, cuBLAS); the
 #   old default (a store of it, made before the rule change) beside the new.
 # Results: $OUT/<step>.tgz.
-if [ "$1" = site ]; then
-  mkdir -p ${TMPDIR:-/tmp}/site && tar -xJf .bundle/device-site.tar.xz -C ${TMPDIR:-/tmp}/site
-  ls ${TMPDIR:-/tmp}/site | head; exit 0
-fi
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store

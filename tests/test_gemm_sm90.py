@@ -263,11 +263,16 @@ def test_large_default_narrows_tiles_that_fill_one_wave_badly():
 
 
 @pytest.mark.parametrize("shape, blk_n", [
+    # 200 cluster tiles of 128x256 on 66 clusters: 4 waves, the last with 2 tiles; 230 of
+    # 128x224 take 4 waves too, every one nearly full (-12.5% waves x BLK_N; H100: 0.763 vs
+    # 0.838 ms, studies/2026-11-23-h100-gemm-s5/); 3 waves of 192x192 cut the area by only 3.6%
+    ("2500x5120x17920", 224),
     # 26 x 12 = 312 tiles of 128x256: 3 waves, the last with 48; 26 x 14 = 364 of 128x224 take
-    # 3 waves too, nearly full (-12.5% waves x BLK_N; H100: 1.021x the 256-wide default,
-    # studies/2026-11-23-h100-gemm-s5/); 192-row tiles take 3 waves of more area
+    # 3 waves too (-12.5%; H100: 1.021x the 256-wide default); 192-row tiles: more area
     ("3300x3072x3072", 224),
-    # 16 waves of 256 against 16 of 224 and 19 of 192: 256 stays
+    # 7 waves of 256 against 9 of 192: -3.6%, under the rule's 5%: 256 stays
+    ("3100x8192x22016", 256),
+    # 16 waves of 256 against 18 of 224, 21 of 192 and 15 of 192x192 (more area): 256 stays
     ("8192x8192x8192", 256),
 ])
 def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(shape, blk_n):
