@@ -4,7 +4,8 @@ Large bf16 GEMMs run at the H100's 700 W cap (throttle reason SW power cap, SM c
 MHz instead of 1980): a config's speed then follows its energy per FLOP as much as its tiles.
 For one shape, each variant (cuBLAS, then each config: JSON overrides of the default) runs ~4 s
 of back-to-back graph replays under the protocol's timer while nvidia-smi samples the SM clock
-and power every 100 ms; the first second (clocks settling) is dropped.
+and power every 100 ms; the first second (clocks settling) is dropped. It times, it does not
+validate: run `autotune compare` on a config first (session 7's were, in `seen/`, `ab/`).
 
     python3 scripts/power_gemm.py SHAPE OUT.csv '{"consumers": 3, "blk_n": 192}' ...
 """
