@@ -1,7 +1,7 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
-# trials_csv and short_study.
+# trials_csv, short_study, unseen_list and sample_clocks.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -23,6 +23,14 @@ short_study() {  # $1 name, $2 trials, $3 seconds, then shapes: a gemm_sm90 stud
   python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/${name}_store.json
   trials_csv $DB $R/${name}_trials.csv
 }
+unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on one line
+  sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' '
+}
+sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250 ms -> $1, in the
+  # background until the caller's `kill %1`
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > $1 &
+}
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage
   exit 0
@@ -36,7 +44,7 @@ unseen() {  # $1: a list of unseen shapes (studies/unseen_gemm_*.md), $2 trials,
   # store, compare with that store (the study's time beside compare's), every trial as CSV
   local STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
   sha256sum $STORE | tee -a $R/store.sha256
-  LIST=$(sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' ')
+  LIST=$(unseen_list $1)
   local IDX=$SCRATCH/unseen-idx DB=sqlite:///$SCRATCH/unseen.db
   python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST --no-stored \
     --out $IDX --procs 15 > $R/prebuild.log 2>&1

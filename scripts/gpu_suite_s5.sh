@@ -91,7 +91,7 @@ block)  # the decoder block at prefill again, on the committed store (attn's stu
 judge)  # issue 18 on studies/unseen_gemm_2026-11-23-s5.md with the many-wave BLK_N rule: the
   # committed store (dispatch, our kernel, default, cuBLAS), then the old default beside the new
   # where the rule changed it (old_default_*.json, made before the change), unseen and seen
-  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s5.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-23-s5.md)
   timeout ${UNSEEN_S:-260} autotune compare gemm --store $STORE --shapes $LIST --subset "M<=256" \
     --subset "M>1024" --rounds 3 --out $R/unseen > $R/unseen.log 2>&1
   echo "unseen rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/unseen.log | tail -22

@@ -40,35 +40,33 @@ seen)
     5200x5120x32768 2600x3584x3584 3800x1536x8960 1800x4096x11008 1536x5120x4096 4096x4096x4096
   ;;
 judge)
-  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-23-s7.md)
   compare unseen ${UNSEEN_S:-330} $STORE $LIST
   compare old_unseen ${OLD_S:-240} $S7/old_default_unseen.json 3000x6144x2560 2300x19456x2560 \
     4500x2560x9728 5000x6144x2048 3600x25600x4096 1100x45056x8192 1400x24576x8192 \
     2500x27392x4096 1800x4096x13696 3300x4608x4096
   ;;
 study)  # an 8-trial study of each unseen shape (killed at its limit, it keeps what it measured)
-  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-23-s7.md)
   short_study unseen 8 ${STUDY_S:-540} $LIST
   echo "study done at $SECONDS s" | tee -a $R/run.log; tail -n 30 $R/unseen_study.log
   ;;
 after)  # the study's store (same machine, after the study step): its winners beside cuBLAS
-  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7.md | grep -E '^ +[0-9]' | tr '\n' ' ')
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-23-s7.md)
   compare after ${AFTER_S:-540} $SCRATCH/results/study/unseen_store.json $LIST
   ;;
 ab)  # the old default beside the new on 6 shapes where seen and unseen disagreed, 9 rounds, in
   # two processes one after the other: is the gap the shape's or the run's?
   AB="1800x4096x11008 1800x4096x13696 1500x3072x4096 5000x6144x2048 2500x27392x4096 1100x45056x8192"
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $R/clocks.csv &
+  sample_clocks $R/clocks.csv
   ROUNDS=9 compare ab1 ${AB_S:-270} $S7/old_default_ab.json $AB
   ROUNDS=9 compare ab2 ${AB_S:-270} $S7/old_default_ab.json $AB
   kill %1
   ;;
 judge2)  # the narrowed rule on the second unseen list: the committed store (dispatch, default,
   # cuBLAS), then the default before this session beside the new one (old_default_s7b.json)
-  LIST=$(sed -n '/As a command-line list/,$p' studies/unseen_gemm_2026-11-23-s7b.md | grep -E '^ +[0-9]' | tr '\n' ' ')
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $R/clocks.csv &
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-23-s7b.md)
+  sample_clocks $R/clocks.csv
   ROUNDS=5 compare unseen2 ${UNSEEN_S:-300} $STORE $LIST
   ROUNDS=5 compare old_unseen2 ${OLD_S:-270} $S7/old_default_s7b.json $LIST
   kill %1
@@ -79,8 +77,7 @@ block)  # (issue 20) the decoder block's prefill GEMMs studied again now that 19
   short_study block 8 ${BLOCK_STUDY_S:-200} 4096x28672x4096 4096x6144x4096 4096x4096x14336
   python3 -m autotune.store merge $STORE $R/block_store.json --out $R/merged_store.json
   echo "block study done at $SECONDS s" | tee -a $R/run.log; grep -E "best|vendor" $R/block_study.log | tail -9
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $R/clocks.csv &
+  sample_clocks $R/clocks.csv
   timeout ${BLOCK_S:-330} python3 examples/llama_block.py --decode --prefill 512 2048 4096 \
     --rounds 7 --store $R/merged_store.json --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
   echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; tail -8 $R/block_prefill.log
@@ -97,15 +94,13 @@ power)  # clock, power and energy per FLOP of the default, 192-row tiles and cuB
 attn)  # (issue 20) the attention benchmark a third time (built here), SM clock and power sampled
   timeout ${BENCH_BUILD_S:-120} python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
     > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $R/clocks.csv &
+  sample_clocks $R/clocks.csv
   timeout ${BENCH_S:-300} python3 -m autotune.bench.attention run $SCRATCH/bench $R \
     > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
   kill %1; tail -n 30 $R/bench.log
   ;;
 decode)  # (issue 20) the decoder block at decode on the committed stores, clocks sampled
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $R/clocks.csv &
+  sample_clocks $R/clocks.csv
   timeout ${BLOCK_S:-300} python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 7 \
     --out $R/llama_block_decode > $R/block_decode.log 2>&1
   echo "decode block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block_decode.log
