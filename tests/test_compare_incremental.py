@@ -47,7 +47,8 @@ def gpu(monkeypatch):
     monkeypatch.setattr(autotune.store, "current_gpu", lambda: object())
     monkeypatch.setattr("torch.cuda.get_device_name", lambda index: "NVIDIA H200")
     monkeypatch.setattr(autotune.dispatch, "load",
-                        lambda kernel, **kw: types.SimpleNamespace(space=space, store_path=None))
+                        lambda kernel, **kw: types.SimpleNamespace(space=space, store_path=None,
+                                                                   first_use=None))
     monkeypatch.setattr(autotune.compare.measure, "measure", measure)
     return measured
 

@@ -62,3 +62,22 @@ def test_custom_op_in_a_cuda_graph(gemm, M, N, K):
         graph.replay()
         torch.cuda.synchronize()
         assert _close(y, x2, w2)
+
+
+def test_first_use_times_on_the_gpu_serves_the_winner_and_remembers_it(tmp_path, monkeypatch):
+    import autotune
+    from autotune.dispatch.first_use import VENDOR, is_first_use
+
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path))  # its store file, not the user's
+    op = autotune.load("gemm", first_use=2)
+    x, w = _inputs(333, 1024, 1000, 0)  # a shape no store holds: ragged M and K
+    key = op.op.call_problem((x, w)).key
+    assert key not in op.selector.entries
+    y = op(x, w)
+    assert _close(y, x, w)
+    entry = op.selector.entries[key]
+    assert is_first_use(entry) and len(entry.measured) == 2
+    assert entry.vendor_ms > 0 and all(ms > 0 for ms in entry.measured.values())
+    assert op.route(x, w).reason in ("exact", "vendor-faster") and VENDOR not in entry.measured
+    later = autotune.load("gemm", first_use=2)  # another process's view: read back, not retimed
+    assert later.selector.entries[key] == entry

@@ -42,6 +42,10 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
                    "$AUTOTUNE_ARTIFACTS, else ~/.cache/autotune/dispatch)")
     p.add_argument("--from-store", metavar="FILE", help="report the store's recorded times")
     p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--first-use", type=int, metavar="N",
+                   help="time N configs and the vendor op on each shape the store does not "
+                        "hold, as dispatch does where first-use tuning is on (default "
+                        "$AUTOTUNE_FIRST_USE, else off)")
     p.add_argument("--block", action="store_true",
                    help="also time each variant inside a decoder-like CUDA graph (GEMM only): a "
                         "check of the protocol")
@@ -100,7 +104,8 @@ def _measured(args) -> tuple[Iterator[Measurement], int, dict[str, str], str, st
     from ..dispatch import load
     from .measure import measure
 
-    op = load(args.kernel or "gemm", store=args.store, artifacts=args.artifacts)
+    op = load(args.kernel or "gemm", store=args.store, artifacts=args.artifacts,
+              first_use=args.first_use)
     space = op.space
     if args.shapes:
         try:
@@ -118,6 +123,9 @@ def _measured(args) -> tuple[Iterator[Measurement], int, dict[str, str], str, st
                         "rounds" + (", and in a decoder-like graph (--block)" if args.block else ""),
                "device": device, "host": platform.node(), "torch": torch.__version__,
                "config store": op.store_path or "none usable (defaults)",
+               "first use": (f"{op.first_use.count} configs and the vendor op timed, "
+                             f"{op.first_use.rounds} rounds, on each shape the store lacks "
+                             f"({op.first_use.path})" if op.first_use else "off"),
                "command": " ".join(["autotune", *getattr(args, "argv", ["compare"])])}
 
     def rows():  # one shape at a time, for compare_main to report each as it comes

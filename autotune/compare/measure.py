@@ -12,23 +12,14 @@ on a 20 us kernel, still ramping up from idle; 2026-11-23: 3-12% faster, at boos
 
 from __future__ import annotations
 
-import statistics
-
 from ..dispatch import Dispatcher
 from ..dispatch.dispatcher import is_legal
+from ..dispatch.first_use import SOURCE, is_first_use
 from ..dispatch.rules import EXACT
-from ..runner.protocol import input_sets, time_on_sets
-from ..runner.timing import interleaved
-from ..runner.validate import check_outputs, poison
+from ..runner.protocol import input_sets, median_times
+from ..runner.validate import wrong_result
 from ..spaces.base import Problem
 from .report import Measurement
-
-def _validate(run, space, problem, inputs) -> str:
-    outputs = [inputs[i] for i in space.output_indices(problem)]
-    poison(outputs)
-    run()
-    _, wrong = check_outputs(outputs, space.reference(problem, inputs), space.tolerance(problem))
-    return f"wrong result: {wrong}" if wrong else ""
 
 
 def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10,
@@ -41,6 +32,7 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     sets = input_sets(inputs)
     notes = []
     binders = {}
+    op.settle(problem)  # first-use tuning, where the dispatcher does it
     picked = op.pick(problem)
     default = space.default_config(problem)
     # where the tuner kept the default, one kernel plays both roles: timing it twice would
@@ -54,7 +46,7 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
         if kernel is None:
             notes.append(f"no {variant} kernel")
             continue
-        why = _validate(lambda k=kernel: k(*sets[0]), space, problem, sets[0])
+        why = wrong_result(lambda k=kernel: k(*sets[0]), space, problem, sets[0])
         if why:
             notes.append(f"{variant} {why}")
             continue
@@ -66,16 +58,15 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     vendor_why, recorded = None, None
     if picked:
         choice = picked[0]
-        notes.insert(0, f"{choice.reason} ({choice.tuned})" if choice.tuned and
-                     choice.reason != EXACT else choice.reason)
+        exact = op.selector.entries[problem.key] if choice.reason == EXACT else None
+        notes.insert(0, f"{choice.reason} ({choice.tuned})" if choice.tuned and not exact
+                     else SOURCE if exact and is_first_use(exact) else choice.reason)
         vendor_why = op.selector.vendor_faster(problem, choice.config)
         if vendor_why:
             notes.append(f"dispatch: vendor op ({vendor_why})")
-        if choice.reason == EXACT:
-            recorded = op.selector.entries[problem.key].time_ms
-    per_round = interleaved(
-        {v: lambda b=b: time_on_sets(b, sets).median_ms for v, b in binders.items()}, rounds)
-    times = {v: statistics.median(ts) for v, ts in per_round.items()}
+        if exact:
+            recorded = exact.time_ms
+    times = median_times(binders, sets, rounds)
     in_block = None
     if block:
         from .block import Block

@@ -32,6 +32,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="artifact directory (default $AUTOTUNE_ARTIFACTS, else "
                    "~/.cache/autotune/dispatch)")
     p.add_argument("--procs", type=int, default=1, help="compile processes (default 1)")
+    p.add_argument("--first-use", type=int, default=0, metavar="N",
+                   help="also the N configs first-use tuning times on each shape no store "
+                        "holds (autotune.load(first_use=N))")
     lo = sub.add_parser("loso", help="score dispatch on each recorded shape left out of the "
                         "records (CPU only)")
     lo.add_argument("--store", action="append", default=[],
@@ -60,7 +63,8 @@ def main(argv=None) -> int:
             print(f"no store {path}: that GPU gets defaults", file=sys.stderr)
     problems = [space.parse_problem(s, args.dtype) for s in args.shapes]
     failures = prebuild(space, stores, problems, ArtifactIndex(args.out or artifacts_dir()),
-                        with_stored=not args.no_stored, procs=args.procs)
+                        with_stored=not args.no_stored, first_use=args.first_use,
+                        procs=args.procs)
     return 1 if failures else 0
 
 

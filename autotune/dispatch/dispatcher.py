@@ -1,7 +1,9 @@
 """The run-time dispatcher: `op(*tensors)` runs the best kernel we have for the call's shape.
 
 Per call: one dict lookup keyed by the call's shapes and dtypes, then the cached launcher.
-On a new shape (once): the selection rules rank configs (rules.py), and the first that is legal
+On a new shape (once): where the user allows it and no study stored the shape, first-use
+tuning times a few configs and the vendor op on it and stores the outcome (first_use.py); then
+the selection rules rank configs (rules.py), and the first that is legal
 and has a kernel (memory cache -> artifact index on disk -> build, where TVM is) becomes the
 route, unless the recorded times say the vendor op is faster beyond noise (rules.py): then the
 vendor op serves it. If no config has a kernel (e.g. a GPU machine with no prebuilt artifact
@@ -12,11 +14,14 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from pathlib import Path
-from typing import Callable, Hashable
+from typing import TYPE_CHECKING, Callable, Hashable
 
 from ..spaces.base import Config, Problem, SearchSpace
 from .artifacts import ArtifactIndex, config_id
 from .rules import Choice, Selector
+
+if TYPE_CHECKING:
+    from .first_use import FirstUse
 
 VENDOR = "vendor"  # no kernel could serve: the vendor op does
 VENDOR_FASTER = "vendor-faster"  # a kernel could serve, the vendor op was timed faster
@@ -86,10 +91,11 @@ class Dispatcher:
     """Serves calls of `space.op` with `space`'s kernels."""
 
     def __init__(self, space: SearchSpace, selector: Selector, provider: KernelProvider,
-                 store_path: str | None = None):
+                 store_path: str | None = None, first_use: "FirstUse | None" = None):
         self.space, self.selector, self.provider = space, selector, provider
         self.op = space.op
         self.store_path = store_path  # None: no usable store, defaults only
+        self.first_use = first_use  # None: shapes no study stored are not timed here
         self.routes: dict[Hashable, Route] = {}
 
     def __call__(self, *args, out=None):
@@ -106,15 +112,25 @@ class Dispatcher:
             route = self.routes[key] = self._choose(args, self.op.call_problem(args))
         return route
 
+    def settle(self, problem: Problem) -> None:
+        """Tune `problem` on first use where allowed and no entry holds it yet; the outcome
+        joins the selector's entries as a tuned shape's."""
+        if self.first_use is None or problem.key in self.selector.entries:
+            return
+        entry = self.first_use.tune(self, problem)
+        if entry is not None:
+            self.selector.add(entry)
+
     def pick(self, problem: Problem) -> tuple[Choice, Callable] | None:
         """The first ranked config that is legal and has a kernel, with the kernel."""
         for choice in self.selector.choices(problem):
-            kernel = self._kernel(choice, problem)
+            kernel = self.kernel(choice.config, problem, choice.reason)
             if kernel is not None:
                 return choice, kernel
         return None
 
     def _choose(self, args, problem: Problem) -> Route:
+        self.settle(problem)
         picked = self.pick(problem)
         if picked is not None:
             choice, kernel = picked
@@ -139,12 +155,14 @@ class Dispatcher:
         return (f"no kernel for {problem.key} here (neither tuned nor default is built; build "
                 "one where TVM is, or `python -m autotune.dispatch prebuild` it)")
 
-    def _kernel(self, choice: Choice, problem: Problem):
-        if is_legal(self.space, choice.config, problem) is False:
+    def kernel(self, config: Config, problem: Problem, role: str):
+        """The launch of `config` on `problem`, or None when it is illegal there or has no
+        kernel; `role` (e.g. "bucket") names it in the warning a failed build gives."""
+        if is_legal(self.space, config, problem) is False:
             return None
         try:
-            return self.provider.get(problem, choice.config)
+            return self.provider.get(problem, config)
         except Exception as exc:  # a failed build or load must not fail the call: next choice
-            warnings.warn(f"{self.space.name}: {choice.reason} config for {problem.key} has no "
+            warnings.warn(f"{self.space.name}: {role} config for {problem.key} has no "
                           f"kernel ({type(exc).__name__}: {exc})", NoKernelWarning, stacklevel=4)
             return None

@@ -17,6 +17,7 @@ from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
 from ..store.format import CorruptStoreError, Entry
 from .artifacts import ArtifactIndex
 from .dispatcher import Dispatcher, KernelProvider
+from .first_use import FirstUse, count_from_env
 from .rules import Selector
 
 
@@ -118,7 +119,8 @@ def valid_entries(space: SearchSpace, entries: dict[str, Entry]) -> dict[str, En
 
 def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None = None,
          artifacts: str | os.PathLike | None = None, gpu: Gpu | None = None,
-         build: bool | None = None, device: int = 0, load_kernel=None) -> Dispatcher:
+         build: bool | None = None, first_use: int | None = None, device: int = 0,
+         load_kernel=None) -> Dispatcher:
     """A callable running `kernel` with the best config for each call's shape.
 
     store: a store file or ConfigStore (default <store root>/<space>/<gpu>.json, the root
@@ -127,6 +129,10 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
     artifacts: directory of prebuilt kernels (default $AUTOTUNE_ARTIFACTS, else
         ~/.cache/autotune/dispatch).
     build: compile missing kernels with TVM (default: when TVM is installed).
+    first_use: on the first call of a shape the store does not hold, time this many of our
+        configs and the vendor op on the GPU and serve it with the winner, remembered across
+        processes in a store file of its own (first_use.py; default $AUTOTUNE_FIRST_USE, else
+        0: off).
     gpu, load_kernel: for tests - the GPU to assume, and path -> kernel callable."""
     gpu = gpu or current_gpu(device)
     if gpu is None:
@@ -137,9 +143,13 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
                         "nothing says how its kernels meet torch")
     usable, origin = open_store(space, gpu, store)
     entries = valid_entries(space, usable.entries) if usable else {}
+    count = count_from_env(first_use)
+    tuner = FirstUse.for_gpu(space, gpu, count) if count > 0 else None
+    if tuner is not None:  # what earlier processes timed here; the committed store wins
+        entries = {**valid_entries(space, tuner.stored()), **entries}
     selector = Selector(entries, space.op.bucket, space.default_config)
     index = ArtifactIndex(artifacts or artifacts_dir())
     do_build = tvm_available() if build is None else build
     provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),
                               build_with_tirx if do_build else None)
-    return Dispatcher(space, selector, provider, store_path=origin)
+    return Dispatcher(space, selector, provider, store_path=origin, first_use=tuner)

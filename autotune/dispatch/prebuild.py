@@ -1,6 +1,7 @@
 """Build, on a machine with TVM, every kernel a GPU machine's dispatcher will ask for: per
 shape the config the dispatcher would pick (from each GPU model's store) and the default (which
-`autotune compare` times too). The artifact directory then travels to the GPU machine."""
+`autotune compare` times too), and with `first_use` the configs first-use tuning would time
+there. The artifact directory then travels to the GPU machine."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..spaces.base import Problem, SearchSpace
 from ..store import ConfigStore, Gpu, expected_header, mismatches
 from .artifacts import ArtifactIndex, config_id
 from .dispatcher import is_legal
+from .first_use import SOURCE, candidates
 from .load import build_with_tirx, valid_entries
 from .rules import Selector
 
@@ -36,8 +38,8 @@ def _compile_into_cache(job) -> None:
 
 
 def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Problem],
-             index: ArtifactIndex, *, with_stored: bool = True, build=build_with_tirx,
-             log=print, procs: int = 1) -> int:
+             index: ArtifactIndex, *, with_stored: bool = True, first_use: int = 0,
+             build=build_with_tirx, log=print, procs: int = 1) -> int:
     """Build what is missing; returns how many builds failed (each is logged). With `procs` > 1
     the missing kernels first compile in that many processes into tirx's disk cache; indexing
     them, one at a time (the index is one file), then finds them there."""
@@ -51,10 +53,14 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
         for problem in todo:
             choices = selector.choices(problem)
             chosen = next((c for c in choices if is_legal(space, c.config, problem)), None)
-            for choice in filter(None, (chosen, choices[-1])):  # the pick, and the default
-                compiled = space.compile_config(choice.config)  # one binary per compile class
+            # the pick and the default; and for a shape no store holds, first use's configs
+            roles = [(c.reason, c.config) for c in filter(None, (chosen, choices[-1]))]
+            if problem.key not in selector.entries:
+                roles += [(SOURCE, c) for c in candidates(space, selector, problem, first_use)]
+            for role, config in roles:
+                compiled = space.compile_config(config)  # one binary per compile class
                 binary = space.binary_problem(problem)  # one binary per runtime-field class
-                wanted[(binary.key, config_id(compiled))] = (problem, choice, compiled)
+                wanted.setdefault((binary.key, config_id(compiled)), (problem, role, compiled))
     missing = [(space, problem, compiled) for problem, _, compiled in wanted.values()
                if index.lookup(space.name, space.binary_problem(problem), compiled) is None]
     if procs > 1 and build is build_with_tirx and len(missing) > 1:
@@ -62,8 +68,8 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
             list(pool.map(_compile_into_cache, missing))
     failures = 0
-    for n, (problem, choice, compiled) in enumerate(wanted.values(), 1):
-        tag = f"[{n}/{len(wanted)}] {problem.key} {choice.reason} {config_id(compiled)}"
+    for n, (problem, role, compiled) in enumerate(wanted.values(), 1):
+        tag = f"[{n}/{len(wanted)}] {problem.key} {role} {config_id(compiled)}"
         if index.lookup(space.name, space.binary_problem(problem), compiled) is not None:
             log(f"{tag}: present")
             continue

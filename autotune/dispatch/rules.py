@@ -73,10 +73,16 @@ class Selector:
         self.rule, self.default_config = rule, default_config
         self.tolerate_losses = tolerate_losses
         self.shape_class = shape_class or (lambda problem: None)
-        self.entries = dict(entries)
-        self.problems = {key: e.parsed_problem for key, e in self.entries.items()}
-        self._defaults = {key: default_config(p) for key, p in self.problems.items()}
-        self._classes = {key: self.shape_class(p) for key, p in self.problems.items()}
+        self.entries, self.problems, self._defaults, self._classes = {}, {}, {}, {}
+        for entry in entries.values():
+            self.add(entry)
+
+    def add(self, entry: Entry) -> None:
+        """Take `entry` as its problem's tuned entry (e.g. one first-use tuning just made)."""
+        problem = entry.parsed_problem
+        self.entries[entry.problem], self.problems[entry.problem] = entry, problem
+        self._defaults[entry.problem] = self.default_config(problem)
+        self._classes[entry.problem] = self.shape_class(problem)
 
     def peers(self, problem: Problem) -> list[Entry]:
         """The tuned entries of the problem's class (same dtype; same hand-tuned default or

@@ -67,6 +67,17 @@ def time_on_sets(bind: Callable[[list], Callable[[], None]], sets: list[list], *
                          min_graph_ms=min_graph_ms, warm_ms=warm_ms, graph_ms=graph_ms)
 
 
+def median_times(binders: dict[str, Callable[[list], Callable[[], None]]], sets: list[list],
+                 rounds: int) -> dict[str, float]:
+    """Each binder's protocol time (its median over `rounds` interleaved rounds: runner/timing.py)
+    on the same input sets: how variants are compared side by side."""
+    from .timing import interleaved
+
+    per_round = interleaved(
+        {name: lambda b=b: time_on_sets(b, sets).median_ms for name, b in binders.items()}, rounds)
+    return {name: statistics.median(times) for name, times in per_round.items()}
+
+
 def passes_per_graph(pass_ms: float, min_graph_ms: float, cap: int = 64) -> int:
     """How many passes over the input sets one graph holds so that a replay lasts at least
     `min_graph_ms` (event resolution is ~0.5 us; a decode GEMM takes ~5-15 us)."""

@@ -57,3 +57,13 @@ def check_outputs(outputs: list, references: list, tolerance: float) -> tuple[li
         if err > tolerance:
             return errors, f"output {i} relative error {err:.3g} exceeds {tolerance:.3g}"
     return errors, None
+
+
+def wrong_result(run, space, problem, inputs: list) -> str:
+    """Run `run()` (a kernel on `inputs`, the space's parameter order) once with its outputs
+    poisoned; "" if they then match the reference, else what is wrong."""
+    outputs = [inputs[i] for i in space.output_indices(problem)]
+    poison(outputs)
+    run()
+    _, wrong = check_outputs(outputs, space.reference(problem, inputs), space.tolerance(problem))
+    return f"wrong result: {wrong}" if wrong else ""

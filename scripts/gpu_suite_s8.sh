@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Session 8 on the GPU machine (issue 18: first-use tuning in dispatch), one step per call, the
+# machine kept warm between them (stage and site as in gpu_suite_s7.sh):
+#   bash scripts/gpu_suite_s8.sh stage   # carry .bundle/tvm-a
+#   bash scripts/gpu_suite_s8.sh site    # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s8.sh before  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh first   # carry .bundle/tvm-b (the same machine)
+#   bash scripts/gpu_suite_s8.sh tests   # carry .bundle/tvm-b
+# before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
+#   default, and the 4 configs first use times), then compare from the committed store without
+#   first use: dispatch, default, cuBLAS.
+# first: compare with first use on (4 configs and cuBLAS timed per shape, its store file fresh),
+#   then again in a second process that reads that file back (nothing is timed twice).
+# tests: the GPU tests of dispatch (torch.compile, CUDA graphs, first use).
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+source scripts/gpu_env.sh
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s8.md)
+IDX=$SCRATCH/s8-idx FIRST=4
+export AUTOTUNE_CACHE=$SCRATCH/s8-cache  # the first-use store file lives under it
+sha256sum $STORE | tee $R/store.sha256
+compare() {  # $1 name, $2 seconds, then compare's options
+  local name=$1 secs=$2; shift 2
+  timeout $secs autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
+    --subset "M<=256" --subset "M>1024" --rounds 5 --out $R/$name "$@" > $R/$name.log 2>&1
+  echo "$name rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/$name.log | tail -26
+}
+case $1 in
+before)
+  timeout 330 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST \
+    --no-stored --first-use $FIRST --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log
+  grep FAILED $R/prebuild.log | head
+  sample_clocks $R/clocks.csv
+  compare before 240
+  kill %1
+  ;;
+first)
+  rm -rf $AUTOTUNE_CACHE
+  sample_clocks $R/clocks.csv
+  compare first 400 --first-use $FIRST
+  compare again 130 --first-use $FIRST
+  kill %1
+  cp -r $AUTOTUNE_CACHE/first-use $R/first_use_store
+  ;;
+tests)
+  timeout 500 python3 -m pytest -q -m gpu tests/test_dispatch_gpu.py -p no:cacheprovider \
+    > $R/tests.log 2>&1; echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests" >&2; exit 2 ;;
+esac
+tar czf $OUT/$1.tgz -C $R .
