@@ -6,12 +6,18 @@
 #   bash scripts/gpu_suite_s8.sh before  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh first   # carry .bundle/tvm-b (the same machine)
 #   bash scripts/gpu_suite_s8.sh tests   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh stages  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh power   # carry .bundle/tvm-b (the same machine)
 # before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
 #   default, and the 4 configs first use times), then compare from the committed store without
 #   first use: dispatch, default, cuBLAS.
 # first: compare with first use on (4 configs and cuBLAS timed per shape, its store file fresh),
 #   then again in a second process that reads that file back (nothing is timed twice).
 # tests: the GPU tests of dispatch (torch.compile, CUDA graphs, first use).
+# stages: 192x192 tiles with a 4th ring stage (one epilogue buffer per consumer), now the default
+#   where the default takes 192x192, beside the 3-stage ones (two buffers) of the template before,
+#   9 rounds, on the 3 seen shapes whose default changed; power: both beside 128x256 and cuBLAS,
+#   each held busy (scripts/power_gemm.py).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -48,6 +54,31 @@ tests)
   timeout 500 python3 -m pytest -q -m gpu tests/test_dispatch_gpu.py -p no:cacheprovider \
     > $R/tests.log 2>&1; echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
   ;;
-*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests" >&2; exit 2 ;;
+stages)
+  STAGES3=$R/three_stages.json  # the 3-stage 192x192 configs as "tuned" entries
+  python3 -c "
+import sys
+from autotune.spaces import get_space
+from autotune.store import ConfigStore, Entry
+space, store = get_space('gemm_sm90'), ConfigStore.read(sys.argv[1])
+out = ConfigStore(store.header)
+for shape in sys.argv[3:]:
+    p = space.parse_problem(shape)
+    out.add(Entry(p.key, {**space.default_config(p), 'stages': 3}, 1.0, source='3-stage 192x192'))
+out.write(sys.argv[2])" $STORE $STAGES3 1100x45056x8192 1500x3072x4096 1900x65536x5120
+  sample_clocks $R/clocks.csv
+  timeout 400 autotune compare gemm --store $STAGES3 --shapes 1100x45056x8192 1500x3072x4096 \
+    1900x65536x5120 --rounds 9 --out $R/stages > $R/stages.log 2>&1
+  echo "stages rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/stages.log | tail -8
+  kill %1
+  ;;
+power)
+  for shape in 4096x4096x4096 8192x28672x4096 1500x3072x4096; do
+    timeout 170 python3 scripts/power_gemm.py $shape $R/power_$shape.csv \
+      '{"consumers": 2, "blk_n": 256, "stages": 4}' '{"consumers": 3, "blk_n": 192, "stages": 3}' \
+      '{"consumers": 3, "blk_n": 192, "stages": 4}' 2>&1 | tail -5
+  done
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power" >&2; exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
