@@ -10,7 +10,7 @@ import pytest
 
 from autotune.spaces.base import IllegalConfig
 from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
-from kernels.gemm.sm90 import _tile_coords, accumulator_regs, epilogue_chunk, geometry, smem_bytes
+from kernels.gemm.sm90 import _tile_coords, accumulator_regs, geometry, smem_bytes
 
 SPACE = GemmSm90Space()
 BIG = SPACE.parse_problem("4096x4096x4096")
@@ -118,19 +118,6 @@ def test_missing_knob_is_illegal():
 def test_smem_rule_matches_the_template_formula():
     for config in itertools.islice(SPACE.legal_configs(BIG), 0, None, 997):
         assert smem_bytes(kernel_config(config)) <= 232448
-
-
-@pytest.mark.parametrize("consumers, blk_n, stages, bufs, legal", [
-    (3, 192, 3, 2, True),  # fits with two staging buffers per consumer: keeps them
-    (3, 192, 4, 1, True),  # a 4th stage fits only beside one each
-    (3, 192, 5, 1, False),
-    (2, 192, 5, 2, False),  # two consumers keep two buffers: no stage is bought with them
-])
-def test_three_consumers_give_up_an_epilogue_buffer_only_for_a_ring_stage(
-        consumers, blk_n, stages, bufs, legal):
-    config = _config(consumers=consumers, blk_n=blk_n, stages=stages)
-    assert epilogue_chunk(kernel_config(config)) == (64, bufs)
-    assert (not SPACE.violations(config, BIG)) is legal
 
 
 @pytest.mark.parametrize("rows, cols, cfg", [

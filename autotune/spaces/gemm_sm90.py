@@ -36,7 +36,6 @@ from pathlib import Path
 
 from kernels.gemm._sm90_config import (
     H100_SMS,
-    SMEM_LIMIT,
     GemmConfig,
     accumulator_regs,
     check_shape,
@@ -47,6 +46,7 @@ from kernels.gemm._sm90_config import (
 from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 
+SMEM_LIMIT = 232448
 # ptxas allocates the whole kernel under the launch cap, setmaxnreg or not: with three
 # consumers (128 registers) 104 accumulators need 138 (C7602), 96 compile without spills.
 MAX_ACC_REGS = {1: 192, 2: 128, 3: 96}

@@ -8,7 +8,6 @@ import math
 
 DTYPES = ("bfloat16", "float16")
 H100_SMS = 132  # H100 SXM and H200 alike
-SMEM_LIMIT = 232448  # dynamic shared memory one CTA may ask for on sm_90 (227 KB)
 ELEM_BYTES = 2
 
 
@@ -61,30 +60,19 @@ class GemmConfig:
         return dataclasses.asdict(self)
 
 
-def _ring_bytes(cfg: GemmConfig) -> int:
-    """Barriers and the ring. The split-K partials reuse the ring, which is idle once the last
-    K tile is consumed."""
-    ring = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
-    return 1024 + max(ring, reduce_bytes(cfg))
-
-
 def smem_bytes(cfg: GemmConfig) -> int:
-    """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile)."""
-    return _ring_bytes(cfg) + epilogue_bytes(cfg)
+    """Dynamic shared memory the kernel asks for (barriers, ring, epilogue tile). The split-K
+    partials reuse the ring, which is idle once the last K tile is consumed."""
+    ring = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
+    return 1024 + max(ring, reduce_bytes(cfg)) + epilogue_bytes(cfg)
 
 
 def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     """TMA-store epilogue: (columns per chunk, staging buffers per consumer). A chunk is one
     swizzle row (64, 32 or 16 elements: the widest that tiles BLK_N, for conflict-free writes);
-    two buffers let a chunk's store overlap the next chunk's shared-memory writes. Three
-    consumers take one where two would not fit beside the ring: two each are 48 KB at 192x192,
-    which left those tiles 3 stages (one buffer each makes room for a 4th)."""
+    two buffers let a chunk's store overlap the next chunk's shared-memory writes."""
     width = next(w for w in (64, 32, 16) if cfg.blk_n % w == 0)
-    bufs = min(2, cfg.blk_n // width)
-    staging = cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
-    if cfg.consumers == 3 and _ring_bytes(cfg) + staging > SMEM_LIMIT:
-        bufs = 1
-    return width, bufs
+    return width, min(2, cfg.blk_n // width)
 
 
 def epilogue_bytes(cfg: GemmConfig) -> int:
