@@ -8,16 +8,23 @@
 #   bash scripts/gpu_suite_s8.sh tests   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh stages  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh power   # carry .bundle/tvm-b (the same machine)
+#   bash scripts/gpu_suite_s8.sh suite   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh attn    # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh block   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh decode  # carry .bundle/tvm-b
 # before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
 #   default, and the 4 configs first use times), then compare from the committed store without
 #   first use: dispatch, default, cuBLAS.
 # first: compare with first use on (4 configs and cuBLAS timed per shape, its store file fresh),
 #   then again in a second process that reads that file back (nothing is timed twice).
 # tests: the GPU tests of dispatch (torch.compile, CUDA graphs, first use).
-# stages: 192x192 tiles with a 4th ring stage (one epilogue buffer per consumer), now the default
+# stages (commit 1885559, reverted after: see the study README): 192x192 tiles with a 4th ring stage (one epilogue buffer per consumer), then the default
 #   where the default takes 192x192, beside the 3-stage ones (two buffers) of the template before,
 #   9 rounds, on the 3 seen shapes whose default changed; power: both beside 128x256 and cuBLAS,
 #   each held busy (scripts/power_gemm.py).
+# suite: issue 18's 23-shape suite from the committed store: our kernel alone beside cuBLAS.
+# attn, block, decode (issue 20): the attention benchmark, and the decoder block at prefill and
+#   at decode on the committed stores, as session 7 ran them, SM clocks sampled.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -79,6 +86,38 @@ power)
       '{"consumers": 3, "blk_n": 192, "stages": 4}' 2>&1 | tail -5
   done
   ;;
-*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power" >&2; exit 2 ;;
+suite)
+  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)")
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $SUITE \
+    --no-stored --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout 360 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
+    --subset "M<=256" --subset "M>1024" --rounds 5 --out $R/suite > $R/suite.log 2>&1
+  echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
+  kill %1
+  ;;
+attn)
+  timeout 120 python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
+    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout 330 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
+    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
+  kill %1; tail -n 30 $R/bench.log
+  ;;
+block)
+  sample_clocks $R/clocks.csv
+  timeout 400 python3 examples/llama_block.py --decode --prefill 512 2048 4096 --rounds 7 \
+    --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
+  echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -8 $R/block_prefill.log
+  ;;
+decode)
+  sample_clocks $R/clocks.csv
+  timeout 330 python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 7 \
+    --out $R/llama_block_decode > $R/block_decode.log 2>&1
+  echo "decode block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block_decode.log
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode" >&2
+  exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
