@@ -85,7 +85,7 @@ block)  # (issue 20) the decoder block's prefill GEMMs studied again now that 19
   ;;
 power)  # clock, power and energy per FLOP of the default, 192-row tiles and cuBLAS held busy
   for shape in ${POWER_SHAPES:-2500x27392x4096 1500x3072x4096}; do
-    timeout 150 python3 scripts/power_gemm.py $shape $R/power_$shape.csv \
+    timeout 150 python3 scripts/power.py $shape $R/power_$shape.csv \
       '{"consumers": 2, "blk_n": 256, "stages": 4}' '{"consumers": 3, "blk_n": 192, "stages": 3}' \
       '{"consumers": 3, "blk_n": 160, "stages": 4}' '{"consumers": 3, "blk_n": 128, "stages": 4}' \
       2>&1 | tail -6

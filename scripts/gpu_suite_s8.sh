@@ -12,6 +12,7 @@
 #   bash scripts/gpu_suite_s8.sh attn    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh block   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh decode  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh energy  # carry .bundle/tvm-b
 # before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
 #   default, and the 4 configs first use times), then compare from the committed store without
 #   first use: dispatch, default, cuBLAS.
@@ -21,10 +22,12 @@
 # stages (commit 1885559, reverted after: see the study README): 192x192 tiles with a 4th ring stage (one epilogue buffer per consumer), then the default
 #   where the default takes 192x192, beside the 3-stage ones (two buffers) of the template before,
 #   9 rounds, on the 3 seen shapes whose default changed; power: both beside 128x256 and cuBLAS,
-#   each held busy (scripts/power_gemm.py).
+#   each held busy (scripts/power.py).
 # suite: issue 18's 23-shape suite from the committed store: our kernel alone beside cuBLAS.
 # attn, block, decode (issue 20): the attention benchmark, and the decoder block at prefill and
 #   at decode on the committed stores, as session 7 ran them, SM clocks sampled.
+# energy (issue 20): the prefill-4096 block's ops each held busy, dispatch's pick beside the
+#   vendor op: time, clock, power, TFLOP per joule (the block runs at the power cap).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -81,7 +84,7 @@ out.write(sys.argv[2])" $STORE $STAGES3 1100x45056x8192 1500x3072x4096 1900x6553
   ;;
 power)
   for shape in 4096x4096x4096 8192x28672x4096 1500x3072x4096; do
-    timeout 170 python3 scripts/power_gemm.py $shape $R/power_$shape.csv \
+    timeout 170 python3 scripts/power.py $shape $R/power_$shape.csv \
       '{"consumers": 2, "blk_n": 256, "stages": 4}' '{"consumers": 3, "blk_n": 192, "stages": 3}' \
       '{"consumers": 3, "blk_n": 192, "stages": 4}' 2>&1 | tail -5
   done
@@ -117,7 +120,14 @@ decode)
     --out $R/llama_block_decode > $R/block_decode.log 2>&1
   echo "decode block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block_decode.log
   ;;
-*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode" >&2
+energy)
+  timeout 200 python3 scripts/power.py --kernel attention 1x4096/32:8/128/causal \
+    $R/energy_attention.csv pick 2>&1 | tail -3
+  for shape in 4096x6144x4096 4096x4096x4096 4096x28672x4096 4096x4096x14336; do
+    timeout 90 python3 scripts/power.py $shape $R/energy_$shape.csv pick 2>&1 | tail -3
+  done
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

@@ -1,0 +1,79 @@
+"""SM clock, board power and energy per FLOP of kernels held busy (issue 18 and 20).
+
+Large bf16 GEMMs and long attention run at the H100's 700 W cap (throttle reason SW power cap,
+SM clock 1350-1500 MHz instead of 1980): a kernel's speed there follows its energy per FLOP as
+much as its tiles, and in a block of such ops the joules each op spends set the block's time.
+For one shape, each variant (the vendor op, then each config: JSON overrides of the default, or
+`pick`, the config dispatch serves the shape with from the committed store) runs ~4 s of
+back-to-back graph replays under the protocol's timer while nvidia-smi samples the SM clock and
+power every 100 ms; the first second (clocks settling) is dropped. It times, it does not
+validate: run `autotune compare` on a config first.
+
+    python3 scripts/power.py [--kernel gemm] SHAPE OUT.csv '{"consumers": 3, "blk_n": 192}' ...
+    python3 scripts/power.py --kernel attention 1x4096/32:8/128/causal OUT.csv pick
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import pandas as pd
+
+from autotune.dispatch import load
+from autotune.runner.protocol import input_sets, time_on_sets
+
+BUSY_S, SETTLE_S, SAMPLE_MS = 4.0, 1.0, 100
+
+
+def held_busy(call) -> dict:
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                            "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"],
+                           stdout=subprocess.PIPE, text=True)
+    start, times = time.time(), []
+    while time.time() - start < BUSY_S:
+        times.append(call())
+    smi.terminate()
+    samples = [[float(x) for x in line.split(",")] for line in smi.communicate()[0].splitlines()
+               if line.strip()][int(SETTLE_S * 1000 / SAMPLE_MS):]
+    return {"ms": statistics.median(times), "sm_mhz": statistics.median(s[0] for s in samples),
+            "watts": statistics.median(s[1] for s in samples), "samples": len(samples)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernel", default="gemm", help="gemm or attention (dispatch's name)")
+    parser.add_argument("shape")
+    parser.add_argument("out", help="CSV file")
+    parser.add_argument("variants", nargs="*", help="JSON overrides of the default, or pick")
+    args = parser.parse_args()
+    op = load(args.kernel)
+    space = op.space
+    problem = space.parse_problem(args.shape)
+    sets = input_sets(space.make_inputs(problem, seed=0, device="cuda"))
+    variants = {"vendor": lambda s: space.vendor(problem, s)}
+    for text in args.variants:
+        if text == "pick":
+            choice, kernel = op.pick(problem)
+            text = f"pick ({choice.reason}: {json.dumps(choice.config, sort_keys=True)})"
+        else:
+            kernel = op.provider.get(problem, {**space.default_config(problem), **json.loads(text)})
+        variants[text] = lambda s, k=kernel: (lambda: k(*s))
+    rows = []
+    for name, bind in variants.items():
+        row = held_busy(lambda b=bind: time_on_sets(b, sets, replays=100).median_ms)
+        flops = space.flops(problem)
+        row.update(shape=args.shape, variant=name, tflops=flops / row["ms"] / 1e9)
+        row["tflop_per_j"] = row["tflops"] / row["watts"]
+        rows.append(row)
+        print(row, flush=True)
+    table = pd.DataFrame(rows)[["shape", "variant", "ms", "tflops", "sm_mhz", "watts",
+                                "tflop_per_j", "samples"]]
+    table.to_csv(args.out, index=False)
+    print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
