@@ -13,6 +13,7 @@
 #   bash scripts/gpu_suite_s8.sh block   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh decode  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh energy  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh warm    # carry .bundle/tvm-b (the same machine)
 # before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
 #   default, and the 4 configs first use times), then compare from the committed store without
 #   first use: dispatch, default, cuBLAS.
@@ -28,6 +29,8 @@
 #   at decode on the committed stores, as session 7 ran them, SM clocks sampled.
 # energy (issue 20): the prefill-4096 block's ops each held busy, dispatch's pick beside the
 #   vendor op: time, clock, power, TFLOP per joule (the block runs at the power cap).
+# warm: the protocol's reading of those GEMMs with 200, 1000 and 3000 ms of warm-up
+#   (scripts/warm_probe.py), clocks sampled.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -127,7 +130,13 @@ energy)
     timeout 90 python3 scripts/power.py $shape $R/energy_$shape.csv pick 2>&1 | tail -3
   done
   ;;
-*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy" >&2
+warm)
+  sample_clocks $R/clocks.csv
+  timeout 500 python3 scripts/warm_probe.py $R/warm.csv 4096x6144x4096 4096x4096x4096 \
+    4096x28672x4096 4096x4096x14336 > $R/warm.log 2>&1
+  echo "warm rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -14 $R/warm.log
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy|warm" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
