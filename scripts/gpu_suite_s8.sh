@@ -27,7 +27,7 @@
 # suite: issue 18's 23-shape suite from the committed store: our kernel alone beside cuBLAS.
 # attn, block, decode (issue 20): the attention benchmark, and the decoder block at prefill and
 #   at decode on the committed stores, as session 7 ran them, SM clocks sampled.
-# energy (issue 20): the prefill-4096 block's ops each held busy, dispatch's pick beside the
+# energy (issue 20): the prefill-4096 block's ops each held busy (one graph replayed), dispatch's pick beside the
 #   vendor op: time, clock, power, TFLOP per joule (the block runs at the power cap).
 # warm: the protocol's reading of those GEMMs with 200, 1000 and 3000 ms of warm-up
 #   (scripts/warm_probe.py), clocks sampled.

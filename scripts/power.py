@@ -5,8 +5,8 @@ SM clock 1350-1500 MHz instead of 1980): a kernel's speed there follows its ener
 much as its tiles, and in a block of such ops the joules each op spends set the block's time.
 For one shape, each variant (the vendor op, then each config: JSON overrides of the default, or
 `pick`, the config dispatch serves the shape with from the committed store) runs ~4 s of
-back-to-back graph replays under the protocol's timer while nvidia-smi samples the SM clock and
-power every 100 ms; the first second (clocks settling) is dropped. It times, it does not
+back-to-back replays of one CUDA graph over the protocol's input sets while nvidia-smi samples
+the SM clock and power every 100 ms; the first second (clocks settling) is dropped. It times, it does not
 validate: run `autotune compare` on a config first.
 
     python3 scripts/power.py [--kernel gemm] SHAPE OUT.csv '{"consumers": 3, "blk_n": 192}' ...
@@ -15,6 +15,7 @@ validate: run `autotune compare` on a config first.
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -23,19 +24,36 @@ import time
 import pandas as pd
 
 from autotune.dispatch import load
-from autotune.runner.protocol import input_sets, time_on_sets
+from autotune.runner.protocol import capture_graph, graph_replays, input_sets
 
 BUSY_S, SETTLE_S, SAMPLE_MS = 4.0, 1.0, 100
 
 
-def held_busy(call) -> dict:
+def held_busy(calls: list) -> dict:
+    """Replay one CUDA graph of back-to-back launches (`calls`: one per input set, repeated to
+    ~20 ms) for BUSY_S, each replay timed by events, while nvidia-smi samples. Captured once:
+    re-capturing per timing (as the protocol's timer does) left the GPU idle between graphs for
+    ops whose capture is slow (cuDNN attention: 120 W)."""
+    import torch
+
+    one = statistics.median(graph_replays(lambda: [c() for c in calls], 3))
+    passes = max(1, math.ceil(20.0 / one))
+    graph = capture_graph(lambda: [c() for _ in range(passes) for c in calls])
     smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
                             "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"],
                            stdout=subprocess.PIPE, text=True)
-    start, times = time.time(), []
+    start, events = time.time(), []
     while time.time() - start < BUSY_S:
-        times.append(call())
+        pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        pair[0].record()
+        graph.replay()
+        pair[1].record()
+        events.append(pair)
+        if len(events) % 8 == 0:  # keep the queue short so the wall clock tracks the GPU
+            pair[1].synchronize()
+    torch.cuda.synchronize()
     smi.terminate()
+    times = [a.elapsed_time(b) / (passes * len(calls)) for a, b in events]
     samples = [[float(x) for x in line.split(",")] for line in smi.communicate()[0].splitlines()
                if line.strip()][int(SETTLE_S * 1000 / SAMPLE_MS):]
     return {"ms": statistics.median(times), "sm_mhz": statistics.median(s[0] for s in samples),
@@ -63,7 +81,7 @@ def main() -> None:
         variants[text] = lambda s, k=kernel: (lambda: k(*s))
     rows = []
     for name, bind in variants.items():
-        row = held_busy(lambda b=bind: time_on_sets(b, sets, replays=100).median_ms)
+        row = held_busy([bind(inputs) for inputs in sets])
         flops = space.flops(problem)
         row.update(shape=args.shape, variant=name, tflops=flops / row["ms"] / 1e9)
         row["tflop_per_j"] = row["tflops"] / row["watts"]
