@@ -241,6 +241,9 @@ def main(argv=None) -> int:
     parser.add_argument("--store", help="GEMM config store (default: the one for this GPU)")
     parser.add_argument("--attention-store", help="attention config store (default: this GPU's)")
     parser.add_argument("--artifacts", help="prebuilt kernels (default ~/.cache/autotune/dispatch)")
+    parser.add_argument("--first-use", type=int, metavar="N",
+                        help="GEMM shapes the store lacks are tuned on their first call, N "
+                             "configs and cuBLAS timed (default $AUTOTUNE_FIRST_USE, else off)")
     parser.add_argument("--out", help="write <out>.md and <out>.json")
     parser.add_argument("--profile", action="store_true",
                         help="also profile each case's two graphs kernel by kernel "
@@ -261,7 +264,8 @@ def main(argv=None) -> int:
     import autotune
     from autotune.dispatch.torch_op import register_torch_op
 
-    gemm = autotune.load("gemm", store=args.store, artifacts=args.artifacts)
+    gemm = autotune.load("gemm", store=args.store, artifacts=args.artifacts,
+                         first_use=args.first_use)
     attention = autotune.load("attention", store=args.attention_store, artifacts=args.artifacts)
     register_torch_op(gemm)
     register_torch_op(attention)
@@ -277,6 +281,8 @@ def main(argv=None) -> int:
                "command": " ".join(["python", "examples/llama_block.py", *sys.argv[1:]]),
                "GEMM store": gemm.store_path or "none usable (defaults)",
                "attention store": attention.store_path or "none usable (defaults)",
+               "GEMM first use": (f"{gemm.first_use.count} configs and cuBLAS timed on a "
+                                  "shape's first call" if gemm.first_use else "off"),
                "GEMM routes by rule": routes_by_rule(gemm),
                "attention routes by rule": routes_by_rule(attention)}
     text = report(rows, context)

@@ -14,6 +14,8 @@
 #   bash scripts/gpu_suite_s8.sh decode  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh energy  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh warm    # carry .bundle/tvm-b (the same machine)
+#   bash scripts/gpu_suite_s8.sh fublock # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s8.sh profile # carry .bundle/tvm-b (the same machine)
 # before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
 #   default, and the 4 configs first use times), then compare from the committed store without
 #   first use: dispatch, default, cuBLAS.
@@ -31,6 +33,9 @@
 #   vendor op: time, clock, power, TFLOP per joule (the block runs at the power cap).
 # warm: the protocol's reading of those GEMMs with 200, 1000 and 3000 ms of warm-up
 #   (scripts/warm_probe.py), clocks sampled.
+# fublock: the decoder block at decode with first use off, then on (4 configs): the GEMM shapes
+#   the store lacks tuned on their first call (first use's candidates prebuilt first).
+# profile: the block at prefill 4096, each graph profiled kernel by kernel (--profile).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -136,7 +141,23 @@ warm)
     4096x28672x4096 4096x4096x14336 > $R/warm.log 2>&1
   echo "warm rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -14 $R/warm.log
   ;;
-*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy|warm" >&2
+fublock)
+  SHAPES=$(python3 examples/llama_block.py --list-shapes gemm --decode 1 8 32 64 --prefill)
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $SHAPES \
+    --no-stored --first-use $FIRST --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  for fu in 0 $FIRST; do
+    timeout 170 python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 7 \
+      --artifacts $IDX --first-use $fu --out $R/decode_first_use_$fu > $R/decode_$fu.log 2>&1
+    echo "decode first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log; tail -9 $R/decode_$fu.log
+  done
+  ;;
+profile)
+  timeout 400 python3 examples/llama_block.py --decode --prefill 4096 --rounds 7 --profile \
+    --out $R/prefill_4096 > $R/profile.log 2>&1
+  echo "profile rc=$? at $SECONDS s" | tee -a $R/run.log; tail -6 $R/profile.log
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy|warm|fublock|profile" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
