@@ -16,6 +16,7 @@
 #   bash scripts/gpu_suite_s8.sh warm    # carry .bundle/tvm-b (the same machine)
 #   bash scripts/gpu_suite_s8.sh fublock # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s8.sh profile # carry .bundle/tvm-b (the same machine)
+#   bash scripts/gpu_suite_s8.sh tiles   # carry .bundle/tvm-b (the same machine)
 # before: kernels for studies/unseen_gemm_2026-11-24-s8.md built (the dispatcher's pick, the
 #   default, and the 4 configs first use times), then compare from the committed store without
 #   first use: dispatch, default, cuBLAS.
@@ -36,6 +37,8 @@
 # fublock: the decoder block at decode with first use off, then on (4 configs): the GEMM shapes
 #   the store lacks tuned on their first call (first use's candidates prebuilt first).
 # profile: the block at prefill 4096, each graph profiled kernel by kernel (--profile).
+# tiles: energy per FLOP held busy of cuBLAS's tile shape (256x128: two 128-row consumers) and
+#   its 1x2 cluster beside our 128x256 at two of the block's shapes.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -157,7 +160,15 @@ profile)
     --out $R/prefill_4096 > $R/profile.log 2>&1
   echo "profile rc=$? at $SECONDS s" | tee -a $R/run.log; tail -6 $R/profile.log
   ;;
-*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy|warm|fublock|profile" >&2
+tiles)
+  for shape in 4096x4096x4096 4096x6144x4096; do
+    timeout 170 python3 scripts/power.py $shape $R/tiles_$shape.csv \
+      '{"consumers": 2, "wg_m": 64, "blk_n": 256, "stages": 4, "cluster": "2x1"}' \
+      '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "1x2"}' \
+      '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "2x1"}' 2>&1 | tail -5
+  done
+  ;;
+*) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy|warm|fublock|profile|tiles" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
