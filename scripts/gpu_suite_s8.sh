@@ -164,8 +164,8 @@ tiles)
   for shape in 4096x4096x4096 4096x6144x4096; do
     timeout 170 python3 scripts/power.py $shape $R/tiles_$shape.csv \
       '{"consumers": 2, "wg_m": 64, "blk_n": 256, "stages": 4, "cluster": "2x1"}' \
-      '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "1x2"}' \
-      '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "2x1"}' 2>&1 | tail -5
+      '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 3, "cluster": "1x2"}' \
+      '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 3, "cluster": "2x1"}' 2>&1 | tail -5
   done
   ;;
 *) echo "usage: gpu_suite_s8.sh stage|site|before|first|tests|stages|power|suite|attn|block|decode|energy|warm|fublock|profile|tiles" >&2
