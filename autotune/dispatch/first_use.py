@@ -29,7 +29,7 @@ import fcntl
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ..errors import UserError
 from ..locations import cache_root
@@ -39,9 +39,6 @@ from ..store import ConfigStore, Gpu, StoreMismatchWarning, expected_header, mis
 from ..store.compat import device_slug
 from ..store.format import CorruptStoreError, Entry, Header, config_id
 from .rules import NOISE, Selector
-
-if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
 
 ENV = "AUTOTUNE_FIRST_USE"
 SOURCE = "first use"  # how an Entry made here says where it came from
@@ -157,8 +154,10 @@ class FirstUse:
             return None
         return store
 
-    def tune(self, dispatcher: "Dispatcher", problem: Problem) -> Entry | None:
-        """Time the candidates and the vendor op on `problem`; the entry (saved), or None."""
+    def tune(self, dispatcher, problem: Problem) -> Entry | None:
+        """Time the candidates and the vendor op on `problem` (kernels from `dispatcher`, the
+        dispatch.Dispatcher that asks: dispatcher.py imports this module); the entry (saved),
+        or None."""
         space = dispatcher.space
         if self.capturing():
             warnings.warn(f"{space.name}: first call of {problem.key} inside a CUDA graph "
