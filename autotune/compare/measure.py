@@ -13,7 +13,6 @@ on a 20 us kernel, still ramping up from idle; 2026-11-23: 3-12% faster, at boos
 from __future__ import annotations
 
 from ..dispatch import Dispatcher
-from ..dispatch.dispatcher import is_legal
 from ..dispatch.first_use import SOURCE, is_first_use
 from ..dispatch.rules import EXACT
 from ..runner.protocol import input_sets, median_times
@@ -41,7 +40,7 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     variants = [("tuned", picked[1] if picked else None)]
     if not tuned_is_default:
         variants.append(("default", op.provider.get(problem, default)
-                         if is_legal(space, default, problem) is not False else None))
+                         if space.is_legal(default, problem) is not False else None))
     for variant, kernel in variants:
         if kernel is None:
             notes.append(f"no {variant} kernel")

@@ -78,15 +78,6 @@ class KernelProvider:
         return with_scalars(kernel, self.space.launch_scalars(config))
 
 
-def is_legal(space: SearchSpace, config: Config, problem: Problem) -> bool | None:
-    """None when legality cannot be checked here (the rules import TVM, absent on GPU
-    machines): then a kernel's presence in the index stands for it - only legal ones are built."""
-    try:
-        return not space.violations(config, problem)
-    except ImportError:
-        return None
-
-
 class Dispatcher:
     """Serves calls of `space.op` with `space`'s kernels."""
 
@@ -158,7 +149,7 @@ class Dispatcher:
     def kernel(self, config: Config, problem: Problem, role: str):
         """The launch of `config` on `problem`, or None when it is illegal there or has no
         kernel; `role` (e.g. "bucket") names it in the warning a failed build gives."""
-        if is_legal(self.space, config, problem) is False:
+        if self.space.is_legal(config, problem) is False:
             return None
         try:
             return self.provider.get(problem, config)

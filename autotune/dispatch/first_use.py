@@ -81,12 +81,8 @@ def candidates(space: SearchSpace, selector: Selector, problem: Problem, count: 
             break
         if config in out:
             continue
-        try:
-            if space.violations(config, problem):
-                continue
-        except ImportError:  # rules that need TVM: the artifact index stands for legality
-            pass
-        out.append(config)
+        if space.is_legal(config, problem) is not False:
+            out.append(config)
     return out
 
 

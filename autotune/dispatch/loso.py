@@ -25,7 +25,6 @@ from pathlib import Path
 from ..errors import UserError
 from ..spaces.base import Problem, SearchSpace
 from ..store.format import ConfigStore, Entry, config_id
-from .dispatcher import is_legal
 from .rules import DEFAULT, Selector
 from .classes import gemm_class
 
@@ -101,7 +100,7 @@ def records(stores: list[ConfigStore], trials: list[Path], space: SearchSpace) -
 def route(selector: Selector, space: SearchSpace, problem: Problem):
     """(choice, vendor evidence or None): what a dispatcher serves an untuned `problem` with."""
     choice = next(c for c in selector.choices(problem)
-                  if is_legal(space, c.config, problem) is not False)
+                  if space.is_legal(c.config, problem) is not False)
     return choice, selector.vendor_faster(problem, choice.config)
 
 

@@ -11,7 +11,6 @@ from concurrent.futures import ProcessPoolExecutor
 from ..spaces.base import Problem, SearchSpace
 from ..store import ConfigStore, Gpu, expected_header, mismatches
 from .artifacts import ArtifactIndex, config_id
-from .dispatcher import is_legal
 from .first_use import SOURCE, candidates
 from .load import build_with_tirx, valid_entries
 from .rules import Selector
@@ -52,7 +51,7 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
             todo += [selector.problems[k] for k in sorted(selector.problems)]
         for problem in todo:
             choices = selector.choices(problem)
-            chosen = next((c for c in choices if is_legal(space, c.config, problem)), None)
+            chosen = next((c for c in choices if space.is_legal(c.config, problem)), None)
             # the pick and the default; and for a shape no store holds, first use's configs
             roles = [(c.reason, c.config) for c in filter(None, (chosen, choices[-1]))]
             if problem.key not in selector.entries:

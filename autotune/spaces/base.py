@@ -66,6 +66,14 @@ class SearchSpace(abc.ABC):
 
         Must be cheap and must not compile: it runs for every suggestion."""
 
+    def is_legal(self, config: Config, problem: Problem) -> bool | None:
+        """None where the rules need TVM and it is absent (GPU machines): a kernel's presence in
+        the artifact index then stands for legality, as only legal configs are built."""
+        try:
+            return not self.violations(config, problem)
+        except ImportError:
+            return None
+
     @abc.abstractmethod
     def default_config(self, problem: Problem) -> Config:
         """The hand-tuned fallback for this problem. Always legal."""
