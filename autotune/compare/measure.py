@@ -16,7 +16,7 @@ from ..dispatch import Dispatcher
 from ..dispatch.first_use import SOURCE, is_first_use
 from ..dispatch.rules import EXACT
 from ..runner.protocol import input_sets, median_times
-from ..runner.validate import wrong_result
+from ..runner.validate import validated_binders
 from ..spaces.base import Problem
 from .report import Measurement
 
@@ -30,7 +30,6 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     inputs = space.make_inputs(problem, seed=seed, device="cuda")
     sets = input_sets(inputs)
     notes = []
-    binders = {}
     op.settle(problem)  # first-use tuning, where the dispatcher does it
     picked = op.pick(problem)
     default = space.default_config(problem)
@@ -41,15 +40,13 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     if not tuned_is_default:
         variants.append(("default", op.provider.get(problem, default)
                          if space.is_legal(default, problem) is not False else None))
-    for variant, kernel in variants:
+    binders, refused = validated_binders({v: k for v, k in variants if k is not None},
+                                         space, problem, sets)
+    for variant, kernel in variants:  # the notes in the variants' order
         if kernel is None:
             notes.append(f"no {variant} kernel")
-            continue
-        why = wrong_result(lambda k=kernel: k(*sets[0]), space, problem, sets[0])
-        if why:
-            notes.append(f"{variant} {why}")
-            continue
-        binders[variant] = lambda s, k=kernel: lambda: k(*s)
+        elif variant in refused:
+            notes.append(f"{variant} {refused[variant]}")
     binders["vendor"] = lambda s: space.vendor(problem, s)
     others = list(space.op.other_vendors(problem, sets[0])) if space.op else []
     for name in others:  # more baselines, e.g. attention's FlashAttention-2

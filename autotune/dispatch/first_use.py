@@ -91,16 +91,11 @@ def time_on_gpu(space: SearchSpace, problem: Problem, kernels: dict[str, Callabl
     """Each kernel (config id -> launch) and the vendor op (key VENDOR), validated against the
     reference, then timed side by side: ({key: ms}, {config id: why it was not timed})."""
     from ..runner.protocol import input_sets, median_times
-    from ..runner.validate import wrong_result
+    from ..runner.validate import validated_binders
 
     sets = input_sets(space.make_inputs(problem, seed=0, device="cuda"))
-    binders, refused = {VENDOR: lambda s: space.vendor(problem, s)}, {}
-    for cid, kernel in kernels.items():
-        why = wrong_result(lambda k=kernel: k(*sets[0]), space, problem, sets[0])
-        if why:
-            refused[cid] = why
-        else:
-            binders[cid] = lambda s, k=kernel: lambda: k(*s)
+    ours, refused = validated_binders(kernels, space, problem, sets)
+    binders = {VENDOR: lambda s: space.vendor(problem, s), **ours}
     return median_times(binders, sets, rounds), refused
 
 

@@ -67,3 +67,17 @@ def wrong_result(run, space, problem, inputs: list) -> str:
     run()
     _, wrong = check_outputs(outputs, space.reference(problem, inputs), space.tolerance(problem))
     return f"wrong result: {wrong}" if wrong else ""
+
+
+def validated_binders(kernels: dict, space, problem, sets: list[list]) -> tuple[dict, dict]:
+    """Each kernel (key -> launch) checked by wrong_result on `sets[0]`, in order:
+    ({key: binder for protocol.median_times}, {key: what is wrong}) - only a correct kernel
+    is timed."""
+    binders, refused = {}, {}
+    for key, kernel in kernels.items():
+        why = wrong_result(lambda k=kernel: k(*sets[0]), space, problem, sets[0])
+        if why:
+            refused[key] = why
+        else:
+            binders[key] = lambda s, k=kernel: lambda: k(*s)
+    return binders, refused
