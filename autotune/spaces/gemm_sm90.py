@@ -5,11 +5,12 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - shared memory: 1024 + stages*(BLK_M + BLK_N)*BLK_K*2 (+ the TMA-store epilogue's staging:
   consumers x 2 buffers x wg_m x one swizzle row of 64/32/16 columns x 2 B) <= 232448 B;
 - rows: BLK_M = consumers x wg_m <= 256 (a TMA box spans at most 256 rows);
-- registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2) must fit the entry
-  register cap 65536/threads next to ~40 registers of addressing: <= 96 with three consumers
-  (512 threads, 128 registers), <= 128 with two (384 threads, 168 registers), <= 192 with one
-  (256 threads, 255 registers); <= 64 for two consumers of wg_m=128 with the register epilogue
-  (measured: more spills);
+- registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2). One wgmma's BLK_N/2
+  accumulators must fit the entry register cap 65536/threads (three consumers: 512 threads,
+  128 registers, so <= 96); the consumer's whole set fits what setmaxnreg gives it: <= 192
+  with one consumer (240 registers), and with two (232) <= 192 for two m64 atoms and the
+  TMA-store epilogue, else <= 128; <= 64 for two atoms with the register epilogue (measured:
+  more spills);
 - wgmma: N = BLK_N in [16, 256], a multiple of 16 (wgmma takes 8; the accumulator fences,
   epilogue chunks and 2x1 multicast halves take 16-column groups);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
@@ -47,9 +48,14 @@ from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 
 SMEM_LIMIT = 232448
-# ptxas allocates the whole kernel under the launch cap, setmaxnreg or not: with three
-# consumers (128 registers) 104 accumulators need 138 (C7602), 96 compile without spills.
+# ptxas compiles each wgmma under the launch cap (65536/threads) and the code after setmaxnreg
+# under its count: with three consumers (128 registers) one m64n208 wgmma's 104 accumulators
+# need 138 (C7602), 96 compile without spills.
 MAX_ACC_REGS = {1: 192, 2: 128, 3: 96}
+# Measured (ptxas, sm_90a, 4096^3): two consumers of two m64 atoms with the TMA-store epilogue
+# hold 192 accumulators (256x192 tiles, stream-K's too) in setmaxnreg's 232 registers without
+# spills; 208 spill 7200 B (the register epilogue spills from 160).
+MAX_ACC_REGS_TWO_ATOM_TMA_EPILOGUE = 192
 # Measured (ptxas, sm_90a): wg_m=128 x2 consumers with the register epilogue spills from 96
 # accumulators on (the TMA-store epilogue and wg_m=64 do not, up to 128).
 MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
@@ -180,6 +186,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             out.append(f"BLK_M={cfg.blk_m} ({cfg.consumers} consumers x wg_m={cfg.wg_m}) > "
                        f"{MAX_BLK_M}: a TMA box spans at most {MAX_BLK_M} rows")
         acc, cap = accumulator_regs(cfg), MAX_ACC_REGS[cfg.consumers]
+        if cfg.consumers == 2 and cfg.wg_m == 128 and cfg.epilogue == "tma":
+            cap = MAX_ACC_REGS_TWO_ATOM_TMA_EPILOGUE
         if acc > cap:
             out.append(f"{acc} accumulator registers per thread > {cap} with "
                        f"{cfg.consumers} consumer warpgroup(s): would spill")

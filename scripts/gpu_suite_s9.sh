@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Session 9 on the GPU machine (issue 18/20: wide tiles of two 128-row consumers), one step per
+# call, the machine kept warm between them (stage and site as in gpu_suite_s7.sh):
+#   bash scripts/gpu_suite_s9.sh stage   # carry .bundle/tvm-a
+#   bash scripts/gpu_suite_s9.sh site    # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s9.sh wide    # carry .bundle/tvm-b
+# wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
+#   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
+#   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
+#   (poisoned outputs), then held busy (scripts/power.py: time, SM clock, power, TFLOP/J).
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+source scripts/gpu_env.sh
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+sha256sum $STORE | tee $R/store.sha256
+case $1 in
+wide)
+  SHAPES="4096x4096x4096 4096x6144x4096 4096x28672x4096 4096x4096x14336 1300x43008x14336 8192x8192x8192"
+  VARIANTS=('{"consumers": 2, "wg_m": 128, "blk_n": 192, "stages": 2, "cluster": "2x1"}'
+            '{"consumers": 2, "wg_m": 128, "blk_n": 192, "stages": 2, "cluster": "1x2"}'
+            '{"consumers": 2, "wg_m": 128, "blk_n": 160, "stages": 3, "cluster": "2x1"}'
+            '{"consumers": 2, "wg_m": 128, "blk_n": 160, "stages": 3, "cluster": "1x2"}')
+  python3 scripts/check_configs.py --procs 15 --shapes $SHAPES --configs "${VARIANTS[@]}" \
+    > $R/check.log 2>&1
+  echo "check rc=$? at $SECONDS s" | tee -a $R/run.log; tail -30 $R/check.log
+  sample_clocks $R/clocks.csv
+  for shape in $SHAPES; do
+    timeout 100 python3 scripts/power.py $shape $R/wide_$shape.csv pick "${VARIANTS[@]}" \
+      2>&1 | tail -7
+  done
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s9.sh stage|site|wide" >&2
+  exit 2 ;;
+esac
+tar czf $OUT/$1.tgz -C $R .
