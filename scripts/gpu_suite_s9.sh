@@ -4,22 +4,30 @@
 #   bash scripts/gpu_suite_s9.sh stage   # carry .bundle/tvm-a
 #   bash scripts/gpu_suite_s9.sh site    # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s9.sh wide    # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh wide3   # carry .bundle/tvm-b
 # wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
 #   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
 #   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
 #   (poisoned outputs), then held busy (scripts/power.py: time, SM clock, power, TFLOP/J).
+# wide3: the same after 256-row tiles stage the epilogue through one buffer per consumer where
+#   two do not fit beside the ring: 256x192 with 3 stages, 256x160 and 256x128 with 4.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
 sha256sum $STORE | tee $R/store.sha256
 case $1 in
-wide)
+wide|wide3)
   SHAPES="4096x4096x4096 4096x6144x4096 4096x28672x4096 4096x4096x14336 1300x43008x14336 8192x8192x8192"
   VARIANTS=('{"consumers": 2, "wg_m": 128, "blk_n": 192, "stages": 2, "cluster": "2x1"}'
             '{"consumers": 2, "wg_m": 128, "blk_n": 192, "stages": 2, "cluster": "1x2"}'
             '{"consumers": 2, "wg_m": 128, "blk_n": 160, "stages": 3, "cluster": "2x1"}'
             '{"consumers": 2, "wg_m": 128, "blk_n": 160, "stages": 3, "cluster": "1x2"}')
+  [ $1 = wide3 ] && VARIANTS=(
+    '{"consumers": 2, "wg_m": 128, "blk_n": 192, "stages": 3, "cluster": "2x1"}'
+    '{"consumers": 2, "wg_m": 128, "blk_n": 192, "stages": 3, "cluster": "1x2"}'
+    '{"consumers": 2, "wg_m": 128, "blk_n": 160, "stages": 4, "cluster": "1x2"}'
+    '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "1x2"}')
   python3 scripts/check_configs.py --procs 15 --shapes $SHAPES --configs "${VARIANTS[@]}" \
     > $R/check.log 2>&1
   echo "check rc=$? at $SECONDS s" | tee -a $R/run.log; tail -30 $R/check.log
@@ -30,7 +38,7 @@ wide)
   done
   kill %1
   ;;
-*) echo "usage: gpu_suite_s9.sh stage|site|wide" >&2
+*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

@@ -3,7 +3,8 @@
 Legality rules (checked before anything compiles; `violations` names each broken one):
 - shape: dtype bf16/fp16, N and K multiples of 8 (TMA needs 16-byte aligned row strides);
 - shared memory: 1024 + stages*(BLK_M + BLK_N)*BLK_K*2 (+ the TMA-store epilogue's staging:
-  consumers x 2 buffers x wg_m x one swizzle row of 64/32/16 columns x 2 B) <= 232448 B;
+  consumers x 2 buffers (1 for 256-row tiles where 2 do not fit) x wg_m x one swizzle row
+  of 64/32/16 columns x 2 B) <= 232448 B;
 - rows: BLK_M = consumers x wg_m <= 256 (a TMA box spans at most 256 rows);
 - registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2). One wgmma's BLK_N/2
   accumulators must fit the entry register cap 65536/threads (three consumers: 512 threads,
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from kernels.gemm._sm90_config import (
     H100_SMS,
+    SMEM_LIMIT,
     GemmConfig,
     accumulator_regs,
     check_shape,
@@ -47,7 +49,6 @@ from kernels.gemm._sm90_config import (
 from ..ops.gemm import GEMM
 from .base import CategoricalKnobs, Config, Problem, SearchSpace
 
-SMEM_LIMIT = 232448
 # ptxas compiles each wgmma under the launch cap (65536/threads) and the code after setmaxnreg
 # under its count: with three consumers (128 registers) one m64n208 wgmma's 104 accumulators
 # need 138 (C7602), 96 compile without spills.
