@@ -5,12 +5,16 @@
 #   bash scripts/gpu_suite_s9.sh site    # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s9.sh wide    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh wide3   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh ragged  # carry .bundle/tvm-b
 # wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
 #   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
 #   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
 #   (poisoned outputs), then held busy (scripts/power.py: time, SM clock, power, TFLOP/J).
 # wide3: the same after 256-row tiles stage the epilogue through one buffer per consumer where
 #   two do not fit beside the ring: 256x192 with 3 stages, 256x160 and 256x128 with 4.
+# ragged: which kernels cuBLAS runs on the s8 unseen list's shapes where our kernel lost most
+#   (scripts/cublas_kernels.py), and at 1300x43008x14336 (0.87 TFLOP/J against cuBLAS's 1.03)
+#   192-row tiles (7 row tiles of 1300 instead of 11 of 128 rows) held busy beside the default.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -38,7 +42,21 @@ wide|wide3)
   done
   kill %1
   ;;
-*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3" >&2
+ragged)
+  python3 scripts/cublas_kernels.py $R/cublas 1300x43008x14336 4100x2560x5120 1500x3840x1280 \
+    729x4304x1152 200x7168x28672 900x21504x7168 2>&1 | tail -12
+  V192=('{"consumers": 3, "wg_m": 64, "blk_n": 192, "stages": 3, "cluster": "2x1"}'
+        '{"consumers": 3, "wg_m": 64, "blk_n": 192, "stages": 3, "cluster": "1x2"}'
+        '{"consumers": 3, "wg_m": 64, "blk_n": 160, "stages": 3, "cluster": "1x2"}')
+  python3 scripts/check_configs.py --procs 15 --shapes 1300x43008x14336 --configs "${V192[@]}" \
+    > $R/check.log 2>&1
+  echo "check rc=$? at $SECONDS s" | tee -a $R/run.log; tail -4 $R/check.log | cut -c1-60,300-
+  sample_clocks $R/clocks.csv
+  timeout 100 python3 scripts/power.py 1300x43008x14336 $R/rows192_1300x43008x14336.csv \
+    '{}' "${V192[@]}" 2>&1 | tail -5
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

@@ -427,6 +427,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
                      v(epilogue="reg"), v(consumers=2, blk_n=256)]
             tries += [v(consumers=3, blk_n=n) for n in ROWS_192_BLK_N]
+            # 256x192 (two 128-row consumers, 3 stages): held busy at the H100's power cap,
+            # 1.024x the default at 4096x6144x4096 (as fast as cuBLAS); level or slower at
+            # 4096x28672x4096, 8192^3 and 4096x4096x14336 (studies/2026-11-24-h100-gemm-s9/)
+            tries.append(v(consumers=2, wg_m=128, blk_n=192))
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []
