@@ -6,6 +6,7 @@
 #   bash scripts/gpu_suite_s9.sh wide    # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh wide3   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh ragged  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh orient  # carry .bundle/tvm-b
 # wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
 #   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
 #   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
@@ -15,6 +16,9 @@
 # ragged: which kernels cuBLAS runs on the s8 unseen list's shapes where our kernel lost most
 #   (scripts/cublas_kernels.py), and at 1300x43008x14336 (0.87 TFLOP/J against cuBLAS's 1.03)
 #   192-row tiles (7 row tiles of 1300 instead of 11 of 128 rows) held busy beside the default.
+# orient: on seen shapes whose tile rows are odd, the cluster pair along N (1x2, no padded tile
+#   row) beside the pair along M (2x1, which runs one more tile row), for 128x256 and 192x192
+#   tiles, held busy: the evidence for the default's choice of orientation.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -56,7 +60,26 @@ ragged)
     '{}' "${V192[@]}" 2>&1 | tail -5
   kill %1
   ;;
-*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged" >&2
+orient)
+  T128=('{"consumers": 2, "wg_m": 64, "blk_n": 256, "stages": 4, "cluster": "2x1"}'
+        '{"consumers": 2, "wg_m": 64, "blk_n": 256, "stages": 4, "cluster": "1x2"}')
+  T192=('{"consumers": 3, "wg_m": 64, "blk_n": 192, "stages": 3, "cluster": "2x1"}'
+        '{"consumers": 3, "wg_m": 64, "blk_n": 192, "stages": 3, "cluster": "1x2"}')
+  python3 scripts/check_configs.py --procs 15 --shapes 1300x43008x14336 1100x45056x8192 \
+    4100x2560x5120 3100x8192x22016 --configs "${T128[@]}" "${T192[@]}" > $R/check.log 2>&1
+  echo "check rc=$? at $SECONDS s" | tee -a $R/run.log; grep -vc " ok$" $R/check.log || true
+  sample_clocks $R/clocks.csv
+  for shape in 1300x43008x14336 1100x45056x8192; do
+    timeout 100 python3 scripts/power.py $shape $R/orient_$shape.csv "${T128[@]}" "${T192[@]}" \
+      2>&1 | tail -5 | cut -c1-20,60-
+  done
+  for shape in 4100x2560x5120 3100x8192x22016; do
+    timeout 100 python3 scripts/power.py $shape $R/orient_$shape.csv "${T128[@]}" \
+      2>&1 | tail -3 | cut -c1-20,60-
+  done
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
