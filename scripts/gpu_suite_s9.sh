@@ -7,6 +7,8 @@
 #   bash scripts/gpu_suite_s9.sh wide3   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh ragged  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh orient  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh judge   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh study   # carry .bundle/tvm-b
 # wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
 #   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
 #   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
@@ -19,6 +21,10 @@
 # orient: on seen shapes whose tile rows are odd, the cluster pair along N (1x2, no padded tile
 #   row) beside the pair along M (2x1, which runs one more tile row), for 128x256 and 192x192
 #   tiles, held busy: the evidence for the default's choice of orientation.
+# judge: studies/unseen_gemm_2026-11-24-s9.md (committed before measuring): compare from the
+#   committed store with first use off (dispatch, default, cuBLAS), then on (4 configs).
+# study: an 8-trial study of each of those shapes, its store, and compare with that store (our
+#   kernel alone after a study, and the study's winner time beside compare's).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -79,7 +85,33 @@ orient)
   done
   kill %1
   ;;
-*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient" >&2
+judge)
+  export AUTOTUNE_CACHE=$SCRATCH/s9-cache  # first use's store file lives under it
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s9.md) IDX=$SCRATCH/s9-idx
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST \
+    --no-stored --first-use 4 --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log || true
+  sample_clocks $R/clocks.csv
+  for fu in 0 4; do
+    timeout 200 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
+      --subset "M<=256" --subset "M>1024" --rounds 5 --first-use $fu --out $R/first_use_$fu \
+      > $R/first_use_$fu.log 2>&1
+    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
+    grep -v "^measured" $R/first_use_$fu.log | tail -5
+  done
+  kill %1
+  ;;
+study)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s9.md)
+  sample_clocks $R/clocks.csv
+  short_study s9 8 330 $LIST
+  echo "study at $SECONDS s" | tee -a $R/run.log; tail -20 $R/s9_study.log
+  timeout 200 autotune compare gemm --store $R/s9_store.json --shapes $LIST --subset "M<=256" \
+    --subset "M>1024" --rounds 5 --out $R/after > $R/after.log 2>&1
+  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient|judge|study" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .

@@ -115,6 +115,11 @@ MANY_WAVE_MIN_GAIN = 0.05
 # area by >= 9% they won (1500x3072x4096 1.08x, 1100x45056x8192 1.14x, 1100x55296x5120
 # 1.13x unseen); at 6% they tied or lost (1800x4096x11008 0.99x, 1800x4096x13696 0.98x).
 ROWS_192_BLK_N = (192, 160)
+# An odd count of 192-row tile rows pairs along N (1x2) where the tile columns are even: 2x1
+# pairs run one more tile row. At 1300x43008x14336 (7 rows), held busy: 192x192 in 1x2 pairs
+# 2.31 ms, in 2x1 2.60, the 128x256 default 2.67, cuBLAS (its own 192x192) 2.25. Not for
+# 128-row tiles: 128x256 in 1x2 pairs ran 1.25-1.65x slower than in 2x1 on three shapes with
+# odd tile rows (studies/2026-11-24-h100-gemm-s9/orient).
 ROWS_192_WIDEST_WITHIN = 0.03
 ROWS_192_MIN_GAIN = 0.08
 
@@ -344,14 +349,22 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                                 cluster="2x1")
         config = config if blk_n == 256 else self._deepest(problem, config)
 
+        def pair_192(n):  # the cluster pair of 192-row tiles and the tiles it runs
+            rows, cols = -(-M // 192), -(-N // n)
+            if rows % 2 and not cols % 2:
+                return "1x2", rows * cols
+            return "2x1", 2 * -(-rows // 2) * cols
+
         def area(blk_m, n):  # the SM time the tiles take, in tile areas x waves
-            return waves(blk_m, n) * blk_m * n
+            w = _waves(pair_192(n)[1]) if blk_m == 192 else waves(blk_m, n)
+            return w * blk_m * n
 
         fewest = min(area(192, n) for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
                    if area(192, n) <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
         if area(192, wide) <= (1 - ROWS_192_MIN_GAIN) * area(128, blk_n):
-            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide})
+            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
+                                           "cluster": pair_192(wide)[0]})
         return config
 
     def _narrow_tiles(self, problem: Problem) -> Config:
