@@ -296,7 +296,7 @@ def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(sh
     ("2500x27392x4096", 128, 256, "2x1"),
     # 4 waves of 192x192 are 12.5% more area than 4 of 128x256 (0.95x)
     ("4096x4096x4096", 128, 256, "2x1"),
-    # 25 rows of 128x256 tiles stay in 2x1 pairs (1x2: 1.65x slower, s9 orient)
+    # 25 rows of 128x256 tiles stay in 2x1 pairs (here 1x2 ran 1.65x slower, s9 orient)
     ("3100x8192x22016", 128, 256, "2x1"),
 ])
 def test_large_default_takes_192_row_tiles_only_for_a_clear_cut_in_waves_x_area(
