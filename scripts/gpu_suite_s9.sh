@@ -9,6 +9,7 @@
 #   bash scripts/gpu_suite_s9.sh orient  # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh judge   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh study   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh deep    # carry .bundle/tvm-b
 # wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
 #   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
 #   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
@@ -25,6 +26,8 @@
 #   committed store with first use off (dispatch, default, cuBLAS), then on (4 configs).
 # study: an 8-trial study of each of those shapes, its store, and compare with that store (our
 #   kernel alone after a study, and the study's winner time beside compare's).
+# deep: 32-trial studies of the five unseen shapes our kernel lost most on after the 8-trial
+#   ones (is it the search or the template?), then compare with their store.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -111,7 +114,17 @@ study)
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
   kill %1
   ;;
-*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient|judge|study" >&2
+deep)
+  WORST="71x5376x4096 168x15872x14848 465x10240x5120 2426x5120x8192 4146x5120x25600"
+  sample_clocks $R/clocks.csv
+  short_study deep 32 400 $WORST
+  echo "study at $SECONDS s" | tee -a $R/run.log; grep -E "^M=|best|default|vendor" $R/deep_study.log | tail -20
+  timeout 150 autotune compare gemm --store $R/deep_store.json --shapes $WORST --rounds 5 \
+    --out $R/after > $R/after.log 2>&1
+  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -8
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient|judge|study|deep" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
