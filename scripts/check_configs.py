@@ -17,7 +17,7 @@ from autotune.runner.validate import wrong_result
 
 
 def _compile(job) -> str:
-    space, problem, config = job[:3]
+    space, problem, config, _ = job
     try:
         build_with_tirx(space, problem, config, None)  # into tirx's disk cache
         return ""
@@ -34,7 +34,7 @@ def main() -> int:
     args = parser.parse_args()
     op = load(args.kernel)
     space = op.space
-    jobs = []
+    jobs, failed = [], 0
     for shape in args.shapes:
         problem = space.parse_problem(shape)
         for text in args.configs:
@@ -42,11 +42,11 @@ def main() -> int:
             broken = space.violations(config, problem)
             if broken:
                 print(f"{shape} {text}: ILLEGAL {'; '.join(broken)}")
+                failed += 1
                 continue
             jobs.append((space, problem, space.compile_config(config), config))
     with ProcessPoolExecutor(args.procs, mp_context=mp.get_context("spawn")) as pool:
         errors = list(pool.map(_compile, jobs))
-    failed = 0
     for (_, problem, _, config), error in zip(jobs, errors):
         tag = f"{problem.key} {json.dumps(config, sort_keys=True)}"
         if not error:

@@ -283,7 +283,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           reuse, TMA-store epilogue; 4 stages fit beside its two 64-column staging buffers
           (4096^3: 744 vs 721 TFLOP/s with 3 stages). When 256-wide tiles take at most two
           waves, the width of 256..128 with the fewest waves x BLK_N (4096x640x2048: 128
-          tiles of 128x160 in one wave, 17.8 us against 24.1 with 96 of 128x256).
+          tiles of 128x160 in one wave, 17.8 us against 24.1 with 96 of 128x256). 192-row
+          tiles (three consumers) where they clearly cut waves x area (ROWS_192_*), paired
+          along N (1x2) where their tile rows are odd: a 2x1 pair would run one more row.
         - never stream-K (the knob): a rule that took it where the wave model promised >= 10%
           (idle last waves, >= 32 K tiles) was 1.2-2.5x slower than the tiled configs on all 9
           shapes it served on the H100 (600x5120x13824 0.336 ms vs 0.135, 512x4096x4096 0.050 vs
