@@ -10,6 +10,7 @@
 #   bash scripts/gpu_suite_s9.sh judge   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh study   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s9.sh deep    # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s9.sh l2rows  # carry .bundle/tvm-b
 # wide: 256x192 and 256x160 tiles (two consumers of two m64 atoms, 192/160 accumulators each,
 #   legal since setmaxnreg's 232 registers were found to hold them) beside dispatch's pick and
 #   cuBLAS on the block's prefill-4096 GEMMs and two large seen shapes: each validated once
@@ -28,6 +29,10 @@
 #   kernel alone after a study, and the study's winner time beside compare's).
 # deep: 32-trial studies of the five unseen shapes our kernel lost most on after the 8-trial
 #   ones (is it the search or the template?), then compare with their store.
+# l2rows: why 128x256 in 1x2 pairs stalls at 3100x8192x22016. A pair multicasts the operand it
+#   shares, so a CTA loads 128 + 256/2 = 256 rows a K step in 2x1 pairs but 128/2 + 256 = 320
+#   in 1x2 ones; 256x128 tiles turn that round. Held busy, the four: if the 320-row ones are
+#   the slow ones, it is L2 traffic.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -124,7 +129,22 @@ deep)
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -8
   kill %1
   ;;
-*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient|judge|study|deep" >&2
+l2rows)
+  V=('{"consumers": 2, "wg_m": 64, "blk_n": 256, "stages": 4, "cluster": "2x1"}'
+     '{"consumers": 2, "wg_m": 64, "blk_n": 256, "stages": 4, "cluster": "1x2"}'
+     '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "1x2"}'
+     '{"consumers": 2, "wg_m": 128, "blk_n": 128, "stages": 4, "cluster": "2x1"}')
+  python3 scripts/check_configs.py --procs 15 --shapes 3100x8192x22016 4096x4096x4096 \
+    --configs "${V[@]}" > $R/check.log 2>&1
+  echo "check rc=$? at $SECONDS s" | tee -a $R/run.log; grep -vc " ok$" $R/check.log || true
+  sample_clocks $R/clocks.csv
+  for shape in 3100x8192x22016 4096x4096x4096; do
+    timeout 100 python3 scripts/power.py $shape $R/l2rows_$shape.csv "${V[@]}" 2>&1 \
+      | tail -5 | cut -c1-20,60-
+  done
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s9.sh stage|site|wide|wide3|ragged|orient|judge|study|deep|l2rows" >&2
   exit 2 ;;
 esac
 tar czf $OUT/$1.tgz -C $R .
