@@ -120,7 +120,8 @@ ROWS_192_BLK_N = (192, 160)
 # 2.31 ms, in 2x1 2.60, the 128x256 default 2.67, cuBLAS (its own 192x192) 2.25. Not for
 # 128-row tiles: with odd tile rows, 128x256 in 1x2 pairs ran 1.25x and 1.65x slower than in
 # 2x1 at 1300x43008x14336 and 3100x8192x22016, 1.04x faster at 1100x45056x8192, level at
-# 4100x2560x5120 (studies/2026-11-24-h100-gemm-s9/orient; why, not known).
+# 4100x2560x5120: a pair multicasts the operand it shares, so a CTA of a 1x2 pair loads 64 + 256
+# rows a K step against 128 + 128 (studies/2026-11-24-h100-gemm-s9/orient, l2rows).
 ROWS_192_WIDEST_WITHIN = 0.03
 ROWS_192_MIN_GAIN = 0.08
 
