@@ -12,17 +12,8 @@ import multiprocessing as mp
 from concurrent.futures import ProcessPoolExecutor
 
 from autotune.dispatch import load
-from autotune.dispatch.load import build_with_tirx
+from autotune.dispatch.prebuild import compile_into_cache
 from autotune.runner.validate import wrong_result
-
-
-def _compile(job) -> str:
-    space, problem, config, _ = job
-    try:
-        build_with_tirx(space, problem, config, None)  # into tirx's disk cache
-        return ""
-    except Exception as exc:
-        return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
 def main() -> int:
@@ -44,10 +35,10 @@ def main() -> int:
                 print(f"{shape} {text}: ILLEGAL {'; '.join(broken)}")
                 failed += 1
                 continue
-            jobs.append((space, problem, space.compile_config(config), config))
+            jobs.append(((space, problem, space.compile_config(config)), config))
     with ProcessPoolExecutor(args.procs, mp_context=mp.get_context("spawn")) as pool:
-        errors = list(pool.map(_compile, jobs))
-    for (_, problem, _, config), error in zip(jobs, errors):
+        errors = list(pool.map(compile_into_cache, [job for job, _ in jobs]))
+    for ((_, problem, _), config), error in zip(jobs, errors):
         tag = f"{problem.key} {json.dumps(config, sort_keys=True)}"
         if not error:
             inputs = space.make_inputs(problem, seed=1, device="cuda")

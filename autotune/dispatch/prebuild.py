@@ -26,14 +26,16 @@ def usable_entries(space: SearchSpace, store: ConfigStore) -> dict:
     return valid_entries(space, store.entries)
 
 
-def _compile_into_cache(job) -> None:
-    """A worker's share of the warm-up: compile into tirx's disk cache. Failures are left for
-    the indexing pass, which meets them again and logs them."""
+def compile_into_cache(job) -> str:
+    """A worker's share of a warm-up: compile (space, problem, compile config) into tirx's disk
+    cache; "" or what failed. Prebuild leaves failures to its indexing pass, which meets them
+    again and logs them."""
     space, problem, config = job
     try:
         build_with_tirx(space, problem, config, None)
-    except Exception:
-        pass
+        return ""
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
 def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Problem],
@@ -65,7 +67,7 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
     if procs > 1 and build is build_with_tirx and len(missing) > 1:
         workers = min(procs, len(missing))
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-            list(pool.map(_compile_into_cache, missing))
+            list(pool.map(compile_into_cache, missing))
     failures = 0
     for n, (problem, role, compiled) in enumerate(wanted.values(), 1):
         tag = f"[{n}/{len(wanted)}] {problem.key} {role} {config_id(compiled)}"
