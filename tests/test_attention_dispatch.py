@@ -76,7 +76,7 @@ def dispatcher(tmp_path):
                                   (attn("1x64/32:8/128"), None, "default-full"),
                                   (attn("2x4x64/8/128"), None, "packed-full")):
         config = config or SPACE.default_config(problem)
-        index.add(SPACE.name, SPACE.binary_problem(problem), SPACE.compile_config(config),
+        index.add(SPACE, SPACE.binary_problem(problem), SPACE.compile_config(config),
                   placeholder(name))
     LAUNCHES.clear()
     return load("attention", store=store, artifacts=tmp_path / "artifacts", gpu=H100,

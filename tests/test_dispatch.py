@@ -5,6 +5,7 @@ are look-alikes with .shape/.dtype, kernels are recorders."""
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -107,7 +108,7 @@ def make_dispatcher(tmp_path, stored=(), buildable=True, space=None):
         if not buildable:
             return None
         built.append((problem.key, config))  # as build_with_tirx: indexed by its binary problem
-        return index.add(space.name, space.binary_problem(problem), config,
+        return index.add(space, space.binary_problem(problem), config,
                          dummy_artifact(f"a{len(built)}"))
 
     loaded = []
@@ -306,7 +307,7 @@ def test_a_failing_build_falls_through_to_the_next_choice(tmp_path):
     def build(space, problem, config, index):
         if not config.get("default"):
             raise RuntimeError("nvrtc: boom")
-        return index.add(space.name, problem, config, dummy_artifact("d"))
+        return index.add(space, problem, config, dummy_artifact("d"))
 
     op = Dispatcher(space, Selector(entries(gemm(16)), GEMM.bucket, space.default_config),
                     KernelProvider(space, index, Recorder, build))
@@ -362,12 +363,30 @@ def test_load_finds_prebuilt_default_kernel_without_tvm(tmp_path):
 
     space = GemmSm90Space()
     index = ArtifactIndex(tmp_path / "a")
-    index.add(space.name, gemm(24), space.default_config(gemm(24)), dummy_artifact("x"))
+    index.add(space, gemm(24), space.default_config(gemm(24)), dummy_artifact("x"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoreMismatchWarning)
         op = load("gemm", store=tmp_path / "none.json", artifacts=tmp_path / "a", gpu=H200,
                   build=False, load_kernel=Recorder)
     assert op.route(FakeTensor(24, 4096), FakeTensor(4096, 4096)).reason == "default"
+
+
+def test_a_kernel_built_under_another_template_is_never_served(tmp_path):
+    """The index keys on the template hash: after a template edit the old binary is not found
+    (dispatch builds, or falls back), though the index still holds it."""
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    space, problem = GemmSm90Space(), gemm(24)
+    config = space.default_config(problem)
+    index = ArtifactIndex(tmp_path)
+    index.add(space, problem, config, dummy_artifact("x"))
+    assert index.lookup(space, problem, config) is not None
+    edited = tmp_path / "sm90.py"
+    edited.write_text(Path(space.template_files()[0]).read_text() + "# edited\n")
+    later = GemmSm90Space()
+    later.template_files = lambda: [str(edited), *space.template_files()[1:]]
+    assert ArtifactIndex(tmp_path).lookup(later, problem, config) is None
+    assert ArtifactIndex(tmp_path).lookup(space, problem, config) is not None
 
 
 def test_load_without_binding_or_gpu_is_a_user_error():
@@ -386,7 +405,7 @@ def test_prebuild_builds_the_pick_and_the_default(tmp_path):
 
     def build(space, problem, config, index):
         built.append((problem["M"], config.get("tuned_for", "default")))
-        return index.add(space.name, problem, config, dummy_artifact(f"k{len(built)}"))
+        return index.add(space, problem, config, dummy_artifact(f"k{len(built)}"))
 
     logs = []
     failures = prebuild(space, [store], [gemm(12)], ArtifactIndex(tmp_path), build=build,
@@ -438,7 +457,7 @@ def test_parallel_prebuild_compiles_in_workers_and_indexes_here(tmp_path, monkey
     assert compiled_here == []  # every kernel came from the workers, through the cache
     for problem in problems:
         compiled = space.compile_config(space.default_config(problem))
-        assert index.lookup(space.name, problem, compiled) is not None
+        assert index.lookup(space, problem, compiled) is not None
 
 
 class RuntimeMGemmSpace(FakeGemmSpace):

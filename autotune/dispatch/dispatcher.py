@@ -69,7 +69,7 @@ class KernelProvider:
         key = (binary.key, config_id(compiled))
         kernel = self.kernels.get(key)
         if kernel is None:
-            path = self.index.lookup(self.space.name, binary, compiled) if self.index else None
+            path = self.index.lookup(self.space, binary, compiled) if self.index else None
             if path is None and self.build is not None:
                 path = self.build(self.space, problem, compiled, self.index)
             if path is None:

@@ -57,7 +57,7 @@ def build_with_tirx(space: SearchSpace, problem: Problem, config: Config,
     import tirx
 
     artifact = tirx.build(space.build(config, problem), arch=space.arch)
-    return (index.add(space.name, space.binary_problem(problem), config, artifact) if index
+    return (index.add(space, space.binary_problem(problem), config, artifact) if index
             else artifact.path)
 
 

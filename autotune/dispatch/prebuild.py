@@ -63,7 +63,7 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
                 binary = space.binary_problem(problem)  # one binary per runtime-field class
                 wanted.setdefault((binary.key, config_id(compiled)), (problem, role, compiled))
     missing = [(space, problem, compiled) for problem, _, compiled in wanted.values()
-               if index.lookup(space.name, space.binary_problem(problem), compiled) is None]
+               if index.lookup(space, space.binary_problem(problem), compiled) is None]
     if procs > 1 and build is build_with_tirx and len(missing) > 1:
         workers = min(procs, len(missing))
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
@@ -71,7 +71,7 @@ def prebuild(space: SearchSpace, stores: list[ConfigStore], problems: list[Probl
     failures = 0
     for n, (problem, role, compiled) in enumerate(wanted.values(), 1):
         tag = f"[{n}/{len(wanted)}] {problem.key} {role} {config_id(compiled)}"
-        if index.lookup(space.name, space.binary_problem(problem), compiled) is not None:
+        if index.lookup(space, space.binary_problem(problem), compiled) is not None:
             log(f"{tag}: present")
             continue
         try:
