@@ -162,6 +162,12 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 scale_d = T.bool(True) if kk > 0 else first_k
                 T.evaluate(wgmma_ss(dtype, BLK_N, acc, j * BLK_N // 2, a, b, scale_d))
 
+    # Whether some launched consumer's rows lie wholly past the last row of X (a ragged last
+    # tile row, or the tile row a cluster pair pads): its wgmmas would multiply TMA's zero
+    # fill, and at the power cap every wasted MMA costs clock. Only then is the skip emitted,
+    # so that other shapes build the same kernel as before.
+    SKIP_IDLE = g.cluster_tiles_m * cfg.cluster_m * BLK_M - ROWS >= WG_M
+
     def fence_acc(acc):
         fence_accumulators(acc, ACC)
 
@@ -358,14 +364,20 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             prev: T.int32 = 0
 
             @T.inline
-            def consume(k_count):
+            def consume(tile, k_count):
                 """The K tiles of one tile (or share of one) into acc."""
+                live: T.int32 = cta_tile(tile, rank)[0] + consumer * WG_M < ROWS
                 for kt in T.serial(k_count):
                     full.wait(cs.stage, cs.phase)
                     fence_acc(acc)
                     T.ptx.wgmma.fence.sync.aligned()
-                    issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
-                              cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
+                    if SKIP_IDLE:  # a consumer-uniform branch, as wgmma requires
+                        if live:
+                            issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
+                                      cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
+                    else:
+                        issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
+                                  cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)
                     fence_acc(acc)
@@ -407,7 +419,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
 
             tile: T.int32 = cluster_id
             while tile < TILE_LIMIT:
-                consume(k_count)
+                consume(tile, k_count)
                 # ---------------- epilogue ----------------
                 epilogue(tile)
                 tile = tile + NCL
@@ -417,7 +429,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 flag = T.meta_var(bx * C + consumer)
                 if share_end % KT > 0:
                     # the parked piece: a tile's head or middle, for the CTA that finishes it
-                    consume(share_end - park_begin)
+                    consume(WHOLE_TILES + park_begin // KT, share_end - park_begin)
                     for i in T.unroll(ACC):
                         T.buffer_store(P, acc[i], [bx, consumer, i, tid])
                     T.evaluate(T.ptx.fence.acq_rel.gpu())
@@ -432,7 +444,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 while it < T.Select(share_end % KT > 0, park_begin, share_end):
                     kf: T.int32 = it % KT
                     kc: T.int32 = T.min(KT - kf, share_end - it)
-                    consume(kc)
+                    consume(WHOLE_TILES + it // KT, kc)
                     tile_begin = T.meta_var(it // KT * KT)
                     peer: T.int32 = cluster_id - 1
                     while (kf > 0) & (peer >= 0) & ((peer + 1) * SHARED_ITERS // NCL > tile_begin):
