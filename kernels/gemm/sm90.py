@@ -364,20 +364,14 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             prev: T.int32 = 0
 
             @T.inline
-            def consume(tile, k_count):
+            def mma_loop(k_count):
                 """The K tiles of one tile (or share of one) into acc."""
-                live: T.int32 = cta_tile(tile, rank)[0] + consumer * WG_M < ROWS
                 for kt in T.serial(k_count):
                     full.wait(cs.stage, cs.phase)
                     fence_acc(acc)
                     T.ptx.wgmma.fence.sync.aligned()
-                    if SKIP_IDLE:  # a consumer-uniform branch, as wgmma requires
-                        if live:
-                            issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
-                                      cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
-                    else:
-                        issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
-                                  cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
+                    issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
+                              cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)
                     fence_acc(acc)
@@ -400,6 +394,30 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     if MC > 1:
                         if warp == 1:
                             empty.arrive(prev, remote=rank ^ 1)
+
+            @T.inline
+            def drain_loop(k_count):
+                """The K tiles of one tile for a consumer with no row in it: each stage is
+                handed back as soon as it lands."""
+                for kt in T.serial(k_count):
+                    full.wait(cs.stage, cs.phase)
+                    if lane == 0:
+                        if warp == 0:
+                            empty.arrive(cs.stage)
+                        if MC > 1:
+                            if warp == 1:
+                                empty.arrive(cs.stage, remote=rank ^ 1)
+                    cs.advance()
+
+            @T.inline
+            def consume(tile, k_count):
+                if SKIP_IDLE:  # outside the K loop: a branch between wgmmas would fence them
+                    if cta_tile(tile, rank)[0] + consumer * WG_M < ROWS:
+                        mma_loop(k_count)
+                    else:
+                        drain_loop(k_count)
+                else:
+                    mma_loop(k_count)
 
             @T.inline
             def epilogue(tile):
