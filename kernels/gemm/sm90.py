@@ -162,12 +162,6 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 scale_d = T.bool(True) if kk > 0 else first_k
                 T.evaluate(wgmma_ss(dtype, BLK_N, acc, j * BLK_N // 2, a, b, scale_d))
 
-    # Whether some launched consumer's rows lie wholly past the last row of X (a ragged last
-    # tile row, or the tile row a cluster pair pads): its wgmmas would multiply TMA's zero
-    # fill, and at the power cap every wasted MMA costs clock. Only then is the skip emitted,
-    # so that other shapes build the same kernel as before.
-    SKIP_IDLE = g.cluster_tiles_m * cfg.cluster_m * BLK_M - ROWS >= WG_M
-
     def fence_acc(acc):
         fence_accumulators(acc, ACC)
 
@@ -364,7 +358,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             prev: T.int32 = 0
 
             @T.inline
-            def mma_loop(k_count):
+            def consume(k_count):
                 """The K tiles of one tile (or share of one) into acc."""
                 for kt in T.serial(k_count):
                     full.wait(cs.stage, cs.phase)
@@ -396,30 +390,6 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                             empty.arrive(prev, remote=rank ^ 1)
 
             @T.inline
-            def drain_loop(k_count):
-                """The K tiles of one tile for a consumer with no row in it: each stage is
-                handed back as soon as it lands."""
-                for kt in T.serial(k_count):
-                    full.wait(cs.stage, cs.phase)
-                    if lane == 0:
-                        if warp == 0:
-                            empty.arrive(cs.stage)
-                        if MC > 1:
-                            if warp == 1:
-                                empty.arrive(cs.stage, remote=rank ^ 1)
-                    cs.advance()
-
-            @T.inline
-            def consume(tile, k_count):
-                if SKIP_IDLE:  # outside the K loop: a branch between wgmmas would fence them
-                    if cta_tile(tile, rank)[0] + consumer * WG_M < ROWS:
-                        mma_loop(k_count)
-                    else:
-                        drain_loop(k_count)
-                else:
-                    mma_loop(k_count)
-
-            @T.inline
             def epilogue(tile):
                 r0 = T.meta_var(cta_tile(tile, rank)[0])
                 c0 = T.meta_var(cta_tile(tile, rank)[1])
@@ -437,7 +407,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
 
             tile: T.int32 = cluster_id
             while tile < TILE_LIMIT:
-                consume(tile, k_count)
+                consume(k_count)
                 # ---------------- epilogue ----------------
                 epilogue(tile)
                 tile = tile + NCL
@@ -447,7 +417,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 flag = T.meta_var(bx * C + consumer)
                 if share_end % KT > 0:
                     # the parked piece: a tile's head or middle, for the CTA that finishes it
-                    consume(WHOLE_TILES + park_begin // KT, share_end - park_begin)
+                    consume(share_end - park_begin)
                     for i in T.unroll(ACC):
                         T.buffer_store(P, acc[i], [bx, consumer, i, tid])
                     T.evaluate(T.ptx.fence.acq_rel.gpu())
@@ -462,7 +432,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 while it < T.Select(share_end % KT > 0, park_begin, share_end):
                     kf: T.int32 = it % KT
                     kc: T.int32 = T.min(KT - kf, share_end - it)
-                    consume(WHOLE_TILES + it // KT, kc)
+                    consume(kc)
                     tile_begin = T.meta_var(it // KT * KT)
                     peer: T.int32 = cluster_id - 1
                     while (kf > 0) & (peer >= 0) & ((peer + 1) * SHARED_ITERS // NCL > tile_begin):
