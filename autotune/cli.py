@@ -115,6 +115,7 @@ def cmd_tune(args) -> int:
 
     from .spaces import get_space
     from .study import default_storage_url, make_sampler, open_storage, tune
+    from .study.final import FINAL_ROUNDS
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = get_space(args.space)
@@ -129,7 +130,8 @@ def cmd_tune(args) -> int:
                          sampler_factory=lambda problem: make_sampler(
                              args.sampler, args.seed, fixed, space=space, problem=problem),
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
-                         final_top=args.final_top, final_rounds=args.final_rounds)
+                         final_top=args.final_top,
+                         final_rounds=FINAL_ROUNDS if args.final_rounds is None else args.final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
     validated = runner.provenance.kind == "validated"
     if validated:
@@ -245,8 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "side; the fastest median among those faster than the default's "
                            "median in every round wins, else the default (default 3; 0: the "
                            "fastest trial wins)")
-    tune.add_argument("--final-rounds", type=_non_negative, default=3, metavar="R",
-                      help="rounds of the final round (default 3)")
+    tune.add_argument("--final-rounds", type=_non_negative, metavar="R",
+                      help="rounds of the final round (default: autotune.study.final.FINAL_ROUNDS)")
     tune.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     results = sub.add_parser("results", help="best config per shape of stored studies")

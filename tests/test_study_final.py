@@ -13,7 +13,7 @@ from autotune.runner.base import Cause, Result, Timing
 from autotune.store.compat import Gpu
 from autotune.store.export import store_from_studies
 from autotune.study import best_configs, make_sampler, open_storage, tune_problem
-from autotune.study.final import FINAL_ATTR, chosen
+from autotune.study.final import FINAL_ATTR, FINAL_ROUNDS, chosen
 from autotune.testing.synthetic import SyntheticSpace
 
 LUCKY = {"block_m": 32, "block_n": 32, "stages": 2}  # 0.8 ms once, then 1.2 ms
@@ -75,16 +75,17 @@ def test_the_final_round_beats_the_winners_curse(tmp_path):
     assert summary.best.params == STEADY and summary.best_time_ms == 0.9
     assert summary.default_time_ms == 1.0
     final = summary.final
-    assert final["rounds"] == 3 and final["medians_ms"] == {"0": 1.0, "1": 1.2, "2": 0.9}
-    # Three finalists and the vendor op, three rounds each, after the three trials.
-    rounds = [runner.pool.measured[3 + 3 * r:6 + 3 * r] for r in range(3)]
-    assert len(runner.pool.measured) == 3 + 9 and runner.pool.vendor_served == 3
+    assert final["rounds"] == FINAL_ROUNDS and final["medians_ms"] == {"0": 1.0, "1": 1.2, "2": 0.9}
+    # Three finalists and the vendor op, FINAL_ROUNDS rounds each, after the three trials.
+    rounds = [runner.pool.measured[3 + 3 * r:6 + 3 * r] for r in range(FINAL_ROUNDS)]
+    assert len(runner.pool.measured) == 3 + 3 * FINAL_ROUNDS
+    assert runner.pool.vendor_served == FINAL_ROUNDS
     # Rounds rotate the order, so no entry is always timed first.
     assert len({repr(r[0]) for r in rounds}) == 3
-    assert final["vendor_times_ms"] == [SPACE.VENDOR_MS] * 3
+    assert final["vendor_times_ms"] == [SPACE.VENDOR_MS] * FINAL_ROUNDS
     assert summary.vendor_ms == SPACE.VENDOR_MS == summary.study.user_attrs["vendor_ms"]
     (lines,) = _summary_lines(SPACE, [summary], True)
-    assert "best 0.9 ms" in lines and "final round winner, median of 3" in lines
+    assert "best 0.9 ms" in lines and f"final round winner, median of {FINAL_ROUNDS}" in lines
     assert "default 1 ms: best is 1.111x" in lines and "vendor 1.1 ms: best is 1.222x" in lines
 
 
@@ -112,7 +113,7 @@ def test_a_challenger_must_beat_the_default_in_every_round(tmp_path):
     # but one round slower than it: within the noise, so the default stays.
     runner = ScriptedRunner({_k(DEFAULT): [1.0], _k(LUCKY): [0.8, 1.2],
                              _k(STEADY): [0.9, 0.9, 0.95, 1.05]})
-    summary = _tune(storage, runner)
+    summary = _tune(storage, runner, final_rounds=3)
     assert summary.final["medians_ms"]["2"] == 0.95
     assert summary.best.params == DEFAULT and summary.best_time_ms == 1.0
 

@@ -30,7 +30,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..errors import UserError
 from ..runner.base import PROTOCOL, Candidate, Provenance, Result, Runner
 from ..spaces.base import Config, Problem, SearchSpace
-from .final import FINAL_ATTR, chosen, is_current, run_final
+from .final import FINAL_ATTR, FINAL_ROUNDS, chosen, is_current, run_final
 from .fixed import check_fixed
 from .proposals import Proposals
 from .storage import open_storage
@@ -438,7 +438,7 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
                  trials: int = 50, sampler: optuna.samplers.BaseSampler | None = None,
                  retime_best: bool = True, progress: bool = False,
                  fixed: Config | None = None, final_top: int = 3,
-                 final_rounds: int = 3) -> StudySummary:
+                 final_rounds: int = FINAL_ROUNDS) -> StudySummary:
     """Run (or resume) the study of one problem until it holds `trials` finished legal trials,
     or its sampler stops: it has proposed every config (BruteForceSampler), or
     REFUSED_PER_PROPOSAL illegal ones in a row (StudySummary.stopped says which).
@@ -462,7 +462,7 @@ def tune_problem(space: SearchSpace, problem: Problem, runner: Runner, *, storag
 def tune(space: SearchSpace, problems: list[Problem], runner: Runner, *, storage,
          trials: int = 50, sampler_factory=None, retime_best: bool = True,
          progress: bool = False, fixed: Config | None = None, final_top: int = 3,
-         final_rounds: int = 3) -> list[StudySummary]:
+         final_rounds: int = FINAL_ROUNDS) -> list[StudySummary]:
     """Tune each problem in turn; `sampler_factory(problem)` makes a fresh sampler per study."""
     return [tune_problem(space, p, runner, storage=storage, trials=trials,
                          sampler=sampler_factory(p) if sampler_factory else None,

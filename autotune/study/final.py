@@ -26,6 +26,11 @@ from ..runner.base import Candidate, Runner
 from ..runner.timing import rotated
 from ..spaces.base import Problem, SearchSpace
 
+# Rounds of a final round. Why 5, not 3: held at the power cap, our kernel's protocol time moved
+# by up to 12% (once 28%) from one measurement to the next with the SM clock (1140-1515 MHz in
+# seconds), cuBLAS's by 1-2% (studies/2026-11-24-h100-gemm-s10/probe); with 3 rounds the study's
+# time for 5 of 16 unseen shapes was 3-10% under `autotune compare`'s median of 5 (session 9).
+FINAL_ROUNDS = 5
 FINAL_ATTR = "final"
 VENDOR_ATTR = "vendor_ms"  # the vendor op's median in the latest final round
 VENDOR = "vendor"  # the vendor op's entry in a final round
@@ -57,7 +62,7 @@ def is_current(study: optuna.Study) -> bool:
 
 
 def run_final(study: optuna.Study, space: SearchSpace, problem: Problem, runner: Runner,
-              top: int = 3, rounds: int = 3,
+              top: int = 3, rounds: int = FINAL_ROUNDS,
               on_round: Callable[[int], None] | None = None) -> dict | None:
     """Time the finalists and the vendor op `rounds` times each, in a rotated order per round;
     record and return the outcome (the vendor's median also as the study attr `vendor_ms`).
