@@ -5,6 +5,9 @@
 #   bash scripts/gpu_suite_s10.sh site    # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s10.sh probe   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s10.sh skip    # carry .bundle/tvm-b and ../s10 (this commit's parent)
+#   bash scripts/gpu_suite_s10.sh judge   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s10.sh study   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s10.sh after   # carry .bundle/tvm-b; right after study (its store)
 # probe: why a study's winner time and compare's disagree on large GEMMs (session 9: 5 of 16
 #   unseen shapes, all reading our kernel slower in compare): the study's picks and cuBLAS timed
 #   in interleaved rounds, with 100 timed replays, after 3 s idle, on re-allocated inputs and
@@ -14,6 +17,11 @@
 #   rows, so they only multiplied zeros). The default config of five shapes with such consumers,
 #   validated (poisoned outputs), then held busy under this template and under the one before
 #   (../s10, staged from the parent commit), cuBLAS beside in each: tree after tree, per shape.
+# judge: studies/unseen_gemm_2026-11-24-s10.md (committed before measuring): compare from the
+#   committed store with first use off (dispatch, default, cuBLAS), then on (4 configs).
+# study: an 8-trial study of each of those shapes (final rounds: 5), its store, every trial.
+# after: compare with that store, 10 rounds: our kernel alone after a study, and the study's
+#   winner time beside compare's.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -44,7 +52,41 @@ skip)
   done
   kill %1
   ;;
-*) echo "usage: gpu_suite_s10.sh stage|site|probe|skip" >&2
+judge)
+  STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+  sha256sum $STORE | tee $R/store.sha256
+  export AUTOTUNE_CACHE=$SCRATCH/s10-cache  # first use's store file lives under it
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s10.md) IDX=$SCRATCH/s10-idx
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST \
+    --no-stored --first-use 4 --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log || true
+  sample_clocks $R/clocks.csv
+  for fu in 0 4; do
+    timeout 200 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
+      --subset "M<=256" --subset "M>1024" --rounds 5 --first-use $fu --out $R/first_use_$fu \
+      > $R/first_use_$fu.log 2>&1
+    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
+    grep -v "^measured" $R/first_use_$fu.log | tail -5
+  done
+  kill %1
+  ;;
+study)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s10.md)
+  sample_clocks $R/clocks.csv
+  short_study s10 8 560 $LIST
+  echo "study at $SECONDS s" | tee -a $R/run.log; tail -20 $R/s10_study.log
+  kill %1
+  ;;
+after)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s10.md)
+  cp $SCRATCH/results/study/s10_store.json $R/
+  sample_clocks $R/clocks.csv
+  timeout 560 autotune compare gemm --store $R/s10_store.json --shapes $LIST --subset "M<=256" \
+    --subset "M>1024" --rounds 10 --out $R/after > $R/after.log 2>&1
+  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s10.sh stage|site|probe|skip|judge|study|after" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
