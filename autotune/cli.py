@@ -125,13 +125,13 @@ def cmd_tune(args) -> int:
     make_sampler(args.sampler, args.seed, fixed, space=space, problem=problems[0])
     storage = open_storage(args.storage or default_storage_url(space.name))
     runner = _make_runner(args, space)
+    final_rounds = FINAL_ROUNDS if args.final_rounds is None else args.final_rounds
     with runner:
         summaries = tune(space, problems, runner, storage=storage, trials=args.trials,
                          sampler_factory=lambda problem: make_sampler(
                              args.sampler, args.seed, fixed, space=space, problem=problem),
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
-                         final_top=args.final_top,
-                         final_rounds=FINAL_ROUNDS if args.final_rounds is None else args.final_rounds)
+                         final_top=args.final_top, final_rounds=final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
     validated = runner.provenance.kind == "validated"
     if validated:

@@ -70,3 +70,27 @@ def test_running_trials_carry_heartbeats(tmp_path):
 
     with storage._backend.scoped_session() as session:
         assert session.query(models.TrialHeartbeatModel).filter_by(trial_id=trial_id).count() == 1
+
+
+def test_seeds_are_enqueued_best_estimate_first(tmp_path):
+    """Where the space has a cost model, a study times its seeds in the model's order (as first
+    use does): a short study reaches the likely winner even when the plugin lists it last."""
+
+    class Ranked(SeededSpace):
+        def estimate_ms(self, config, problem):
+            return {32: 2.0, 64: 1.0}.get(config["block_m"], 3.0)
+
+    space = Ranked()
+    assert space.ranked_seed_configs(PROBLEM) == [SPACE.SEEDS[0], SPACE.SEEDS[1], SPACE.SEEDS[2]]
+
+    class Reversed(Ranked):
+        def seed_configs(self, problem):
+            return [dict(c) for c in reversed(self.SEEDS)]
+
+    space = Reversed()
+    runner = replay(RecordedTable.from_frame(space.recorded_frame(PROBLEM)), 1, 0.0)
+    storage = open_storage(f"sqlite:///{tmp_path}/s.db")
+    summary = tune_problem(space, PROBLEM, runner, storage=storage, trials=3,
+                           sampler=make_sampler("random", seed=0), retime_best=False)
+    trials = summary.study.get_trials()
+    assert [t.params for t in trials[1:3]] == SPACE.SEEDS[:2]  # the plugin listed them last

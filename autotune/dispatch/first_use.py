@@ -71,12 +71,8 @@ def candidates(space: SearchSpace, selector: Selector, problem: Problem, count: 
     """The `count` configs first use times for `problem`, best bets first (module docstring);
     every one legal for it where legality can be checked here."""
     ranked = [choice.config for choice in selector.choices(problem)]
-    seeds = space.seed_configs(problem)
-    estimates = [space.estimate_ms(c, problem) for c in seeds]
-    if seeds and None not in estimates:  # a stable sort: ties keep the plugin's order
-        seeds = [c for _, c in sorted(zip(estimates, seeds), key=lambda pair: pair[0])]
     out: list[Config] = []
-    for config in ranked + seeds:
+    for config in ranked + space.ranked_seed_configs(problem):
         if len(out) == count:
             break
         if config in out:

@@ -175,14 +175,15 @@ class _ProblemDriver:
         return [t for t in self._snapshot if counts(t) and t.number not in self._told_uncounted]
 
     def _enqueue_start(self) -> None:
-        """The default, then the space's seed configs, once per study (a resumed study has
-        them); with fixed parameters, those configs with the fixed values, once per fix."""
+        """The default, then the space's seed configs best bets first, once per study (a
+        resumed study has them); with fixed parameters, those configs with the fixed values,
+        once per fix."""
         trials = self.study.get_trials(deepcopy=False)
         if not self.fixed and any(t.user_attrs.get("source") == "default" for t in trials):
             return
         default = {**self.space.default_config(self.problem), **self.fixed}
         self.study.enqueue_trial(default, user_attrs={"source": "default"}, skip_if_exists=True)
-        for seed in self.space.seed_configs(self.problem):
+        for seed in self.space.ranked_seed_configs(self.problem):
             seed = {**seed, **self.fixed}
             if seed != default and not self.space.violations(seed, self.problem):
                 self.study.enqueue_trial(seed, user_attrs={"source": "seed"}, skip_if_exists=True)
