@@ -21,7 +21,8 @@
 #   committed store with first use off (dispatch, default, cuBLAS), then on (4 configs).
 # study: an 8-trial study of each of those shapes (final rounds: 5), its store, every trial.
 # after: compare with that store, 10 rounds: our kernel alone after a study, and the study's
-#   winner time beside compare's.
+#   winner time beside compare's. study and after ran twice: at c3a7baa, then again once studies
+#   enqueued their seeds best estimate first (results study_ranked/, after_ranked/).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
