@@ -31,7 +31,7 @@ Not in the space: fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
 studies/2026-11-22-h100-gemm-sm90/README.md. Nor in the template: consumers whose rows all lie
 past M skipping their wgmmas (they multiply TMA's zero fill). Tried, correct, and 1.12x and
-1.26x slower held busy where a persistent CTA keeps such rows (168x15872x14848,
+1.25x slower held busy where a persistent CTA keeps such rows (168x15872x14848,
 421x51200x5120), level where a cluster pair pads a tile row. Likely why (not profiled): the
 CTAs that skip run ahead of the others sharing their B tiles, which then come from HBM again
 (studies/2026-11-24-h100-gemm-s10/skip).

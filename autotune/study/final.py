@@ -26,10 +26,11 @@ from ..runner.base import Candidate, Runner
 from ..runner.timing import rotated
 from ..spaces.base import Problem, SearchSpace
 
-# Rounds of a final round. Why 5, not 3: held at the power cap, our kernel's protocol time moved
-# by up to 12% (once 28%) from one measurement to the next with the SM clock (1140-1515 MHz in
-# seconds), cuBLAS's by 1-2% (studies/2026-11-24-h100-gemm-s10/probe); with 3 rounds the study's
-# time for 5 of 16 unseen shapes was 3-10% under `autotune compare`'s median of 5 (session 9).
+# Rounds of a final round. Why 5, not 3: at the power cap a kernel's protocol time moved by up
+# to 12% between measurements seconds apart (ours once by 28%), with the SM clock (1140-1890
+# MHz; studies/2026-11-24-h100-gemm-s10/probe); with 3 rounds the study's time for 5 of 16
+# unseen shapes was 4-10% under `autotune compare`'s median of 5 (session 9). With 5, 13 of 16
+# agreed within 3% in one run and 7 of 16 in the next (s10): the rounds are not the whole cure.
 FINAL_ROUNDS = 5
 FINAL_ATTR = "final"
 VENDOR_ATTR = "vendor_ms"  # the vendor op's median in the latest final round
