@@ -8,6 +8,7 @@
 #   bash scripts/gpu_suite_s10.sh judge   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s10.sh study   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s10.sh after   # carry .bundle/tvm-b; right after study (its store)
+#   bash scripts/gpu_suite_s10.sh tests   # carry .bundle/tvm-b
 # probe: why a study's winner time and compare's disagree on large GEMMs (session 9: 5 of 16
 #   unseen shapes, all reading our kernel slower in compare): the study's picks and cuBLAS timed
 #   in interleaved rounds, with 100 timed replays, after 3 s idle, on re-allocated inputs and
@@ -23,6 +24,8 @@
 # after: compare with that store, 10 rounds: our kernel alone after a study, and the study's
 #   winner time beside compare's. study and after ran twice: at c3a7baa, then again once studies
 #   enqueued their seeds best estimate first (results study_ranked/, after_ranked/).
+# tests: the GPU tests of dispatch (GEMM and attention: the artifact index now keys on the
+#   template hash) and of the isolated runner, on the merged H100 store.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -87,7 +90,12 @@ after)
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
   kill %1
   ;;
-*) echo "usage: gpu_suite_s10.sh stage|site|probe|skip|judge|study|after" >&2
+tests)
+  timeout 560 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
+    tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
+  echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
+  ;;
+*) echo "usage: gpu_suite_s10.sh stage|site|probe|skip|judge|study|after|tests" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
