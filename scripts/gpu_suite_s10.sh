@@ -9,6 +9,7 @@
 #   bash scripts/gpu_suite_s10.sh study   # carry .bundle/tvm-b
 #   bash scripts/gpu_suite_s10.sh after   # carry .bundle/tvm-b; right after study (its store)
 #   bash scripts/gpu_suite_s10.sh tests   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s10.sh wide    # carry .bundle/tvm-b
 # probe: why a study's winner time and compare's disagree on large GEMMs (session 9: 5 of 16
 #   unseen shapes, all reading our kernel slower in compare): the study's picks and cuBLAS timed
 #   in interleaved rounds, with 100 timed replays, after 3 s idle, on re-allocated inputs and
@@ -26,6 +27,9 @@
 #   enqueued their seeds best estimate first (results study_ranked/, after_ranked/).
 # tests: the GPU tests of dispatch (GEMM and attention: the artifact index now keys on the
 #   template hash) and of the isolated runner, on the merged H100 store.
+# wide: cuBLAS runs 256x144 tiles in 1x2 pairs at 3669x2560x2048 (ncu/). On the four large-M,
+#   small-N shapes of the s10 list where our kernel lost most, 256-row tiles 144-176 wide in 1x2
+#   pairs beside dispatch's pick (the merged store), validated, then held busy, cuBLAS beside.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -95,7 +99,22 @@ tests)
     tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
   echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
   ;;
-*) echo "usage: gpu_suite_s10.sh stage|site|probe|skip|judge|study|after|tests" >&2
+wide)
+  SHAPES="3669x2560x2048 5464x3584x14336 3339x4544x18176 1948x5120x14336"
+  VARIANTS=('{"consumers": 2, "wg_m": 128, "blk_n": 144, "stages": 4, "cluster": "1x2"}'
+            '{"consumers": 2, "wg_m": 128, "blk_n": 160, "stages": 4, "cluster": "1x2"}'
+            '{"consumers": 2, "wg_m": 128, "blk_n": 176, "stages": 4, "cluster": "1x2"}')
+  python3 scripts/check_configs.py --procs 15 --shapes $SHAPES --configs "${VARIANTS[@]}" \
+    > $R/check.log 2>&1
+  echo "check rc=$? at $SECONDS s" | tee -a $R/run.log; tail -14 $R/check.log | cut -c1-120
+  sample_clocks $R/clocks.csv
+  for shape in $SHAPES; do
+    timeout 100 python3 scripts/power.py $shape $R/wide_$shape.csv pick "${VARIANTS[@]}" \
+      2>&1 | tail -6
+  done
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s10.sh stage|site|probe|skip|judge|study|after|tests|wide" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
