@@ -1,7 +1,7 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
-# trials_csv, short_study, unseen_list and sample_clocks.
+# trials_csv, short_study, unseen_list, sample_clocks and judge_unseen.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -30,6 +30,24 @@ sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250
   # background until the caller's `kill %1`
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
     --format=csv -lms 250 > $1 &
+}
+judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch name. Prebuild
+  # (first use's 4 configs too), then compare from the committed store $STORE, first use off
+  # and on: dispatch, the default and cuBLAS on shapes nothing was tuned on
+  export AUTOTUNE_CACHE=$SCRATCH/$2-cache  # first use's store file lives under it
+  local LIST=$(unseen_list $1) IDX=$SCRATCH/$2-idx
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST \
+    --no-stored --first-use 4 --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log || true
+  sample_clocks $R/clocks.csv
+  for fu in 0 4; do
+    timeout 200 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
+      --subset "M<=256" --subset "M>1024" --rounds 5 --first-use $fu --out $R/first_use_$fu \
+      > $R/first_use_$fu.log 2>&1
+    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
+    grep -v "^measured" $R/first_use_$fu.log | tail -5
+  done
+  kill %1
 }
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage

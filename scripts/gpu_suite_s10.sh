@@ -63,20 +63,7 @@ skip)
 judge)
   STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
   sha256sum $STORE | tee $R/store.sha256
-  export AUTOTUNE_CACHE=$SCRATCH/s10-cache  # first use's store file lives under it
-  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s10.md) IDX=$SCRATCH/s10-idx
-  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST \
-    --no-stored --first-use 4 --out $IDX --procs 15 > $R/prebuild.log 2>&1
-  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log || true
-  sample_clocks $R/clocks.csv
-  for fu in 0 4; do
-    timeout 200 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
-      --subset "M<=256" --subset "M>1024" --rounds 5 --first-use $fu --out $R/first_use_$fu \
-      > $R/first_use_$fu.log 2>&1
-    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
-    grep -v "^measured" $R/first_use_$fu.log | tail -5
-  done
-  kill %1
+  judge_unseen studies/unseen_gemm_2026-11-24-s10.md s10
   ;;
 study)
   LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s10.md)
