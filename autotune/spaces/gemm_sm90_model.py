@@ -12,8 +12,9 @@ Per CTA work unit (a tile, or a tile's share of K under split-K), over its K ite
   shared among the CTAs loading at once; a 2-CTA multicast cluster loads its shared operand once;
 - a K iteration takes the slower of the two (the ring overlaps them); then the ring's fill
   latency and the epilogue's stores (split-K: the partial sums exchanged through DSMEM).
-Units run in waves of the SMs (persistent kernels: over the CTAs they launch); the time is the
-waves' time, at least the device-memory floor of the unique bytes."""
+Units run in waves of the SMs (persistent kernels: over the CTAs they launch), a cluster pair's
+padding tile included; the time is the waves' time, at least the device-memory floor of the
+unique bytes."""
 
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ from kernels.gemm._sm90_config import ELEM_BYTES, H100_SMS, GemmConfig, geometry
 SM_FLOPS_PER_S = 989e12 / H100_SMS  # dense bf16 tensor-core peak per SM (H100 SXM datasheet)
 SMEM_BYTES_PER_CLK, TC_FLOPS_PER_CLK = 128, 4096  # per SM: shared memory port, tensor cores
 HBM_BYTES_PER_S = 3.35e12
-L2_BYTES_PER_S = 1e13  # operands re-read by other CTAs mostly hit L2
+# Operands re-read by other CTAs mostly hit L2. 7e12 B/s, not the 1e13 guessed first: held busy
+# on an H100, it orders 24 of 27 pairs of configs (orientation of cluster pairs, 128- vs
+# 256-row tiles, widths 144-256) as they measured, 1e13 19 (s9 orient/ and l2rows/, s10 wide/):
+# a CTA of a 1x2 pair of 128x256 tiles loads 320 rows a K step, and at 1e13 that looked free.
+L2_BYTES_PER_S = 7e12
 MEMORY_LATENCY_S = 8e-7  # what Little's law needs in flight per SM to sustain its share
 SM_MAX_BYTES_PER_S = 1.6e11  # the most one SM draws, however deep its ring
 SPLIT_SYNC_S = 1.5e-6  # split-K: the cluster's barrier and DSMEM exchange, per reduction step
@@ -45,7 +50,9 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     """Predicted time (ms) of the template with `cfg` on D[M, N] = A[M, K] @ B[N, K]^T."""
     g = geometry(M, N, K, cfg)
     rows, cols = g.rows, g.cols
-    tiles = math.ceil(rows / cfg.blk_m) * math.ceil(cols / cfg.blk_n)
+    # a cluster pair launches whole pairs: with an odd count of tiles along its axis, one more
+    # row (or column) of tiles, whose wgmmas run on TMA's zero fill all the same
+    tiles = g.total * g.cluster_size
     units = tiles * cfg.split_k
     k_iters = math.ceil(math.ceil(K / cfg.split_k) / cfg.blk_k)
 
