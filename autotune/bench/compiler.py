@@ -22,9 +22,9 @@ class IndexedCompiler:
 
         index = ArtifactIndex(self.directory)
         binary, shared = space.compile_config(config), space.binary_problem(problem)
-        path = index.lookup(space.name, shared, binary)
+        path = index.lookup(space, shared, binary)
         if path is None:
             compiled = compile_with_tirx(space, config, problem, cache_dir)
-            path = index.add(space.name, shared, binary, tirx.Artifact.load(compiled.artifact_path))
+            path = index.add(space, shared, binary, tirx.Artifact.load(compiled.artifact_path))
             return dataclasses.replace(compiled, artifact_path=str(path))
         return Compiled(artifact_path=str(path), resources=resources_of(tirx.Artifact.load(path)))
