@@ -1,0 +1,76 @@
+"""How long must a kernel be held busy before its time is the same from one measurement to the
+next (issue 18, session 11: one timing truth)?
+
+Session 10 (studies/2026-11-24-h100-gemm-s10/probe) found a protocol time follows the SM clock
+of the moment (1140-1890 MHz within seconds at the 700 W cap), so a study's final round and
+`autotune compare`, taken minutes apart, read our kernel 3-9% apart on 12 of 32 shapes; held busy
+for 4 s, a kernel read within 1.5% from call to call. This records, for dispatch's pick from
+STORE and the vendor op on each shape, the time of every ~5 ms graph replay over HOLD_S held
+busy, three times: after IDLE_S of idle (a final round after compiles), then back to back after
+the other kernels in turn and in reverse (compare's interleaved rounds). Offline, the reading
+for any (settle, window) is the median replay in that span: the shortest pair that reads the
+same in all three is the protocol's hold.
+
+    python3 scripts/steady_probe.py STORE OUT.csv 46x8192x5376 168x15872x14848 ...
+"""
+
+import sys
+import time
+
+import pandas as pd
+import torch
+
+from autotune.dispatch import load
+from autotune.runner.protocol import capture_graph, graph_replays, input_sets
+
+HOLD_S, IDLE_S, REPLAY_MS = 6.0, 3.0, 5.0
+
+
+def hold(calls: list) -> list[tuple[float, float]]:
+    """(ms since the hold began at the replay's end, ms per launch) for each replay of one graph
+    of back-to-back launches (~REPLAY_MS), replayed for HOLD_S."""
+    one = sorted(graph_replays(lambda: [c() for c in calls], 3))[1]
+    passes = max(1, round(REPLAY_MS / one))
+    graph = capture_graph(lambda: [c() for _ in range(passes) for c in calls])
+    origin = torch.cuda.Event(enable_timing=True)
+    origin.record()
+    start, events = time.time(), []
+    while time.time() - start < HOLD_S:
+        pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        pair[0].record()
+        graph.replay()
+        pair[1].record()
+        events.append(pair)
+        if len(events) % 8 == 0:  # a short queue, so the wall clock tracks the GPU
+            pair[1].synchronize()
+    torch.cuda.synchronize()
+    return [(origin.elapsed_time(b), a.elapsed_time(b) / (passes * len(calls))) for a, b in events]
+
+
+def main() -> None:
+    store, out, *shapes = sys.argv[1:]
+    op = load("gemm", store=store)
+    space = op.space
+    kernels = []
+    for shape in shapes:
+        problem = space.parse_problem(shape)
+        _, kernel = op.pick(problem)
+        sets = input_sets(space.make_inputs(problem, seed=0, device="cuda"))
+        kernels.append((shape, "ours", [lambda s=s, k=kernel: k(*s) for s in sets]))
+        kernels.append((shape, "vendor", [space.vendor(problem, s) for s in sets]))
+    rows = []
+    orders = [("idle", kernels), ("busy", kernels), ("busy_reversed", kernels[::-1])]
+    for rep, (condition, order) in enumerate(orders):
+        for shape, variant, calls in order:
+            if condition == "idle":
+                time.sleep(IDLE_S)
+            for t_ms, ms in hold(calls):
+                rows.append(dict(shape=shape, variant=variant, rep=rep, condition=condition,
+                                 t_ms=t_ms, ms=ms))
+            last = pd.DataFrame(rows[-50:])
+            print(shape, variant, condition, f"{last.ms.median():.4f} ms at the end", flush=True)
+    pd.DataFrame(rows).to_csv(out, index=False)
+
+
+if __name__ == "__main__":
+    main()
