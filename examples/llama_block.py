@@ -143,7 +143,7 @@ def time_blocks(calls: dict, rounds: int) -> dict[str, float]:
     from autotune.runner.protocol import time_in_graph
     from autotune.runner.timing import interleaved
 
-    per_round = interleaved({name: lambda c=call: time_in_graph(lambda i: c(), 1).median_ms
+    per_round = interleaved({name: lambda c=call: time_in_graph(lambda i: c(), 1).ms
                              for name, call in calls.items()}, rounds)
     return {name: statistics.median(times) for name, times in per_round.items()}
 

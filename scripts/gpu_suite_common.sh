@@ -31,18 +31,21 @@ sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
     --format=csv -lms 250 > $1 &
 }
-judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch name. Prebuild
-  # (first use's 4 configs too), then compare from the committed store $STORE, first use off
-  # and on: dispatch, the default and cuBLAS on shapes nothing was tuned on
+judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch name, $3: the
+  # first-use counts to compare with (default "0 4"), $4: seconds per compare (default 200).
+  # Prebuild (first use's 4 configs too) unless done, then compare from the committed store
+  # $STORE: dispatch, the default and cuBLAS on shapes nothing was tuned on
   export AUTOTUNE_CACHE=$SCRATCH/$2-cache  # first use's store file lives under it
   local LIST=$(unseen_list $1) IDX=$SCRATCH/$2-idx
-  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $LIST \
-    --no-stored --first-use 4 --out $IDX --procs 15 > $R/prebuild.log 2>&1
-  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log || true
+  if [ ! -d $IDX ]; then
+    timeout 300 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE \
+      --shapes $LIST --no-stored --first-use 4 --out $IDX --procs 15 > $R/prebuild.log 2>&1
+    echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c built $R/prebuild.log || true
+  fi
   sample_clocks $R/clocks.csv
-  for fu in 0 4; do
-    timeout 200 autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
-      --subset "M<=256" --subset "M>1024" --rounds 5 --first-use $fu --out $R/first_use_$fu \
+  for fu in ${3:-0 4}; do
+    timeout ${4:-200} autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
+      --subset "M<=256" --subset "M>1024" --first-use $fu --out $R/first_use_$fu \
       > $R/first_use_$fu.log 2>&1
     echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
     grep -v "^measured" $R/first_use_$fu.log | tail -5

@@ -4,10 +4,20 @@
 #   bash scripts/gpu_suite_s11.sh stage   # carry .bundle/tvm-a
 #   bash scripts/gpu_suite_s11.sh site    # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s11.sh steady  # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s11.sh judge0  # carry .bundle/tvm-b; judge4, study, after, block alike
 # steady: how long a kernel must be held busy before its time repeats (scripts/steady_probe.py):
 #   dispatch's pick (session 9's store) and cuBLAS on a decode shape and four of the shapes whose
 #   study and compare times parted in sessions 9-10, each held 6 s three times (after 3 s idle,
 #   then back to back in turn and in reverse), every ~5 ms replay timed.
+# judge0, judge4: studies/unseen_gemm_2026-11-24-s11.md (committed before measuring), compare
+#   from the committed store with first use off (judge0), then on (judge4, 4 configs), under the
+#   protocol's one-second window.
+# study: an 8-trial study of each of those shapes (final rounds: 3); a second call resumes it
+#   while the machine is warm (the storage lives in $SCRATCH and comes back in the results).
+# after: compare with that store: our kernel alone after a study, and the study's winner time
+#   beside compare's.
+# block (issue 20): the decoder block at prefill 512/2048/4096 (committed stores), every block
+#   call timed under the one-second window: does prefill 4096 read steadily now?
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -23,7 +33,39 @@ steady)
   timeout 420 python3 scripts/steady_probe.py $STORE $R/steady.csv $SHAPES 2>&1 | tail -40
   kill %1
   ;;
-*) echo "usage: gpu_suite_s11.sh stage|site|steady" >&2
+judge0|judge4)
+  STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+  sha256sum $STORE | tee $R/store.sha256
+  judge_unseen studies/unseen_gemm_2026-11-24-s11.md s11 ${1#judge} 420
+  ;;
+study)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s11.md)
+  DB=sqlite:///$SCRATCH/s11.db  # kept: a second call resumes the study
+  sample_clocks $R/clocks.csv
+  timeout 540 autotune tune gemm_sm90 --shapes $LIST --trials 8 --gpus 0 --compile-workers 15 \
+    --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/s11_study.log
+  echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/s11_study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/s11_store.json
+  trials_csv $DB $R/s11_trials.csv
+  cp $SCRATCH/s11.db $OUT/ 2>/dev/null
+  kill %1
+  ;;
+after)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s11.md)
+  cp $SCRATCH/results/study/s11_store.json $R/
+  sample_clocks $R/clocks.csv
+  timeout 560 autotune compare gemm --store $R/s11_store.json --shapes $LIST --subset "M<=256" \
+    --subset "M>1024" --out $R/after > $R/after.log 2>&1
+  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
+  kill %1
+  ;;
+block)
+  sample_clocks $R/clocks.csv
+  timeout 560 python3 examples/llama_block.py --decode --prefill 512 2048 4096 --rounds 5 \
+    --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
+  echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -8 $R/block_prefill.log
+  ;;
+*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log

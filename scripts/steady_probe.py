@@ -12,6 +12,7 @@ for any (settle, window) is the median replay in that span: the shortest pair th
 same in all three is the protocol's hold.
 
     python3 scripts/steady_probe.py STORE OUT.csv 46x8192x5376 168x15872x14848 ...
+    python3 scripts/steady_probe.py --report OUT.csv   # windows.csv and steady.png beside it
 """
 
 import sys
@@ -47,7 +48,53 @@ def hold(calls: list) -> list[tuple[float, float]]:
     return [(origin.elapsed_time(b), a.elapsed_time(b) / (passes * len(calls))) for a, b in events]
 
 
+def window_spread(table: pd.DataFrame, settle_s: float, window_s: float, stat: str) -> pd.Series:
+    """Per kernel, how far apart its three holds read (max / min - 1) when each is read as the
+    `stat` (median or mean) of the replays ending in [settle, settle + window)."""
+    span = table[(table.t_ms >= settle_s * 1e3) & (table.t_ms < (settle_s + window_s) * 1e3)]
+    per_hold = span.groupby(["shape", "variant", "rep"]).ms.agg(stat).unstack()
+    return per_hold.max(axis=1) / per_hold.min(axis=1) - 1
+
+
+def report(csv: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = pd.read_csv(csv)
+    rows = []
+    for stat in ("median", "mean"):
+        for settle in (0.0, 0.2, 1.0, 2.0):
+            for window in (0.05, 0.5, 0.8, 1.0, 2.0):
+                spread = window_spread(table, settle, window, stat)
+                rows.append(dict(stat=stat, settle_s=settle, window_s=window,
+                                 worst=round(spread.max(), 4), median=round(spread.median(), 4),
+                                 worst_kernel=" ".join(spread.idxmax())))
+    windows = pd.DataFrame(rows)
+    windows.to_csv(csv.replace(".csv", "_windows.csv"), index=False)
+    print(windows.to_string(index=False))
+    kernels = table.groupby(["shape", "variant"], sort=False)
+    fig, axes = plt.subplots(len(kernels) // 2, 2, figsize=(12, 2.2 * (len(kernels) // 2)),
+                             sharex=True)
+    for ax, ((shape, variant), k) in zip(axes.flat, kernels):
+        steady = k[k.t_ms >= 2000].ms.median()
+        for (rep, condition), hold in k.groupby(["rep", "condition"]):
+            bins = hold.groupby(hold.t_ms // 100).ms.mean()
+            ax.plot(bins.index / 10, bins.values / steady, label=condition, lw=1)
+        ax.set_title(f"{shape} {variant}", fontsize=9)
+        ax.set_ylim(0.9, 1.1)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("s held busy (100 ms bins)")
+    fig.supylabel("time / its median after 2 s")
+    fig.tight_layout()
+    fig.savefig(csv.replace(".csv", ".png"), dpi=110)
+
+
 def main() -> None:
+    if sys.argv[1] == "--report":
+        return report(sys.argv[2])
     store, out, *shapes = sys.argv[1:]
     op = load("gemm", store=store)
     space = op.space

@@ -35,7 +35,7 @@ def main() -> None:
         binders = {"ours": lambda s: (lambda: kernel(*s)),
                    "vendor": lambda s: space.vendor(problem, s)}
         measures = {(name, warm): (lambda b=bind, w=warm: time_on_sets(b, sets, warm_ms=w)
-                                   .median_ms)
+                                   .ms)
                     for name, bind in binders.items() for warm in WARM_MS}
         times = {key: statistics.median(ts) for key, ts in interleaved(measures, ROUNDS).items()}
         for warm in WARM_MS:

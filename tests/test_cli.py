@@ -120,8 +120,8 @@ def test_the_gpu_evaluator_times_with_the_protocol(monkeypatch):
     monkeypatch.setattr(kinds, "_scheduler", lambda builder, pool, *a, **kw: pool)
     args = cli.build_parser().parse_args(["tune", "gemm_sm90", "--compile-workers", "0"])
     cli._make_runner(args, type("Space", (), {"arch": "sm_90a"})())
-    assert made["indices"] == [0] and made["evaluator"].timer == "graph-warm"
+    assert made["indices"] == [0] and made["evaluator"].timer == "graph-window"
     assert made["provenance"].detail == {**made["provenance"].detail, "devices": ["H100"],
-                                         "timer": "graph-warm"}
+                                         "timer": "graph-window"}
     with pytest.raises(SystemExit):  # one protocol: no timer to choose
         cli.build_parser().parse_args(["tune", "gemm_sm90", "--timer", "rotate"])

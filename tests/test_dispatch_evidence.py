@@ -160,7 +160,7 @@ def test_a_replayed_store_records_the_evidence_and_the_vendor(replayed_store):
     assert e.config == TWO.WIDE and e.vendor_ms == pytest.approx(0.95)
     assert e.measured == {config_id(c): pytest.approx(TWO.time_ms(c, wide))
                           for c in (TWO.default_config(wide), TWO.TRAP, TWO.WIDE)}
-    assert replayed_store.header.timer == "graph-warm"
+    assert replayed_store.header.timer == "graph-window"
 
 
 def test_on_left_out_shapes_dispatch_is_never_slower_than_the_default(replayed_store):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.runner.protocol import passes_per_graph, per_launch, time_in_graph, warm_replays
+from autotune.runner.protocol import (passes_per_graph, per_launch, time_in_graph, timed_replays,
+                                      warm_replays)
 
 KERNEL_MS, GRAPH_MS = 0.011, 0.004
 
@@ -31,12 +32,13 @@ class FakeGpu:
 
 def test_kernel_time_is_a_replay_over_the_launches_it_holds():
     gpu = FakeGpu()
-    t = time_in_graph(gpu.launch, 4, replays=9, graph_ms=gpu.graph_ms)
-    # a replay holds at least 1 ms of work: ceil(1 / (4 x 11 us + 4 us)) = 21 passes of 4 sets
-    assert t.iters_per_round == 21 * 4 and t.rounds == 9 and t.input_sets == 4
+    t = time_in_graph(gpu.launch, 4, graph_ms=gpu.graph_ms)
+    # a replay holds at least 1 ms of work: ceil(1 / (4 x 11 us + 4 us)) = 21 passes of 4 sets;
+    # the timed replays fill a second, by the one-pass estimate: ceil(1000 / (21 x 48 us)) = 993
+    assert t.iters_per_round == 21 * 4 and t.rounds == 993 and t.input_sets == 4
     # the graph's own launch, spread over 84 kernels, is within 0.5% of the kernel's time
-    assert t.median_ms == pytest.approx(KERNEL_MS, rel=0.005)
-    assert t.min_ms <= t.median_ms <= t.max_ms
+    assert t.ms == pytest.approx(KERNEL_MS, rel=0.005)
+    assert t.min_ms <= t.ms <= t.max_ms
     # before the timed replays, ~200 ms of untimed ones, by the one-pass estimate:
     # ceil(200 / (21 passes x (4 x 11 us + 4 us))) = 199
     assert gpu.warm[-1] == 199
@@ -55,11 +57,18 @@ def test_every_input_set_is_launched_in_turn_and_equally_often():
     assert timed == [0, 1, 2] * (len(timed) // 3) and len(timed) > 3
 
 
+@pytest.mark.parametrize("replay_ms, timed", [(1.0, 1000), (0.3, 3334), (2000.0, 3), (0.0, 3)])
+def test_the_timed_replays_span_the_window(replay_ms, timed):
+    assert timed_replays(replay_ms, 1000.0) == timed
+
+
 @pytest.mark.parametrize("pass_ms, passes", [(0.5, 2), (0.001, 64), (2.0, 1), (0.0, 64)])
 def test_a_graph_replay_lasts_at_least_a_millisecond_within_the_cap(pass_ms, passes):
     assert passes_per_graph(pass_ms, 1.0) == passes
 
 
-def test_per_launch_takes_the_median_replay():
-    t = per_launch([10.0, 12.0, 11.0], 4, 2)
-    assert (t.min_ms, t.median_ms, t.max_ms, t.input_sets) == (2.5, 2.75, 3.0, 2)
+def test_per_launch_takes_the_mean_over_the_window():
+    # a clock cycle's fast and slow phases count by their share of the window, not by which
+    # phase has more replays (the median would read the fast 10 ms here)
+    t = per_launch([10.0, 10.0, 10.0, 14.0, 14.0], 4, 2)
+    assert (t.min_ms, t.ms, t.max_ms, t.rounds, t.input_sets) == (2.5, 2.9, 3.5, 5, 2)

@@ -24,7 +24,7 @@ SPACE = SeededSpace()
 PROBLEM = SPACE.parse_problem("128x48x32")
 
 
-def _tune(storage, trials, timer="graph-warm"):
+def _tune(storage, trials, timer="graph-window"):
     runner = replay(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
     runner.timer = timer
     return tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=trials,
@@ -53,7 +53,7 @@ def test_a_resumed_study_does_not_enqueue_its_seeds_again(tmp_path):
 def test_a_study_is_not_resumed_with_another_timer(tmp_path):
     storage = open_storage(f"sqlite:///{tmp_path}/s.db")
     _tune(storage, trials=3)
-    with pytest.raises(UserError, match="timed with the 'graph-warm' timer, these times come from "
+    with pytest.raises(UserError, match="timed with the 'graph-window' timer, these times come from "
                                         "'rotate'"):
         _tune(storage, trials=6, timer="rotate")
     assert _tune(storage, trials=6).finished == 6

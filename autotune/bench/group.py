@@ -37,6 +37,6 @@ class GroupTimer(CudaEvaluator):
             kernel = tirx.Kernel(tirx.Artifact.load(path))
             scalars = space.launch_scalars(config)
             binders[name] = lambda s, k=kernel, sc=scalars: lambda: k(*s, *sc)
-        per_round = interleaved({n: (lambda b=b: time_on_sets(b, sets).median_ms)
+        per_round = interleaved({n: (lambda b=b: time_on_sets(b, sets).ms)
                                  for n, b in binders.items()}, job.rounds)
         return {n: {"ms": statistics.median(rs), "ms_rounds": rs} for n, rs in per_round.items()}

@@ -15,7 +15,7 @@ import math
 import statistics
 
 from ..errors import UserError
-from ..runner.protocol import graph_replays
+from ..runner.protocol import time_in_graph
 from ..runner.timing import interleaved
 
 MIN_LAYERS, MAX_LAYERS = 8, 64
@@ -24,13 +24,12 @@ MIN_LAYERS, MAX_LAYERS = 8, 64
 class Block:
     """The decoder-like block of one GEMM problem (inputs A (M x K), B (N x K), D (M x N))."""
 
-    def __init__(self, space, problem, replays: int = 10, seed: int = 7):
+    def __init__(self, space, problem, seed: int = 7):
         import torch
 
         if space.kernel != "gemm":
             raise UserError(f"--block times GEMMs inside a decoder-like graph; {space.name} "
                             f"computes {space.kernel}")
-        self.replays = replays
         M, N, K = problem["M"], problem["N"], problem["K"]
         dtype = getattr(torch, problem.dtype)
         l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
@@ -57,7 +56,7 @@ class Block:
                     calls[layer]()
                 torch.add(self.x[:, :self.w], self.d[:, :self.w], out=self.y)
 
-        return statistics.median(graph_replays(body, self.replays))
+        return time_in_graph(lambda i: body(), 1).ms
 
     def times(self, binders: dict, rounds: int) -> dict[str, float]:
         """{variant: in-block ms} for binders (inputs -> zero-argument call), as the protocol's."""

@@ -22,6 +22,7 @@ from typing import Iterator
 from ..errors import UserError
 from ..locations import results_dir
 from ..runner.base import PROTOCOL
+from ..runner.protocol import ROUNDS
 from ..spaces.base import Problem
 from ..store import ConfigStore
 from ..store.compat import device_slug
@@ -41,7 +42,8 @@ def add_compare_command(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--artifacts", help="prebuilt kernel directory (default "
                    "$AUTOTUNE_ARTIFACTS, else ~/.cache/autotune/dispatch)")
     p.add_argument("--from-store", metavar="FILE", help="report the store's recorded times")
-    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=ROUNDS,
+                   help="interleaved rounds (default: as many as a study's final round)")
     p.add_argument("--first-use", type=int, metavar="N",
                    help="time N configs and the vendor op on each shape the store does not "
                         "hold, as dispatch does where first-use tuning is on (default "

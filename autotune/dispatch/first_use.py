@@ -34,6 +34,7 @@ from typing import Callable
 from ..errors import UserError
 from ..locations import cache_root
 from ..runner.base import PROTOCOL
+from ..runner.protocol import ROUNDS
 from ..spaces.base import Config, Problem, SearchSpace
 from ..store import ConfigStore, Gpu, StoreMismatchWarning, expected_header, mismatches
 from ..store.compat import device_slug
@@ -42,7 +43,6 @@ from .rules import NOISE, Selector
 
 ENV = "AUTOTUNE_FIRST_USE"
 SOURCE = "first use"  # how an Entry made here says where it came from
-ROUNDS = 3
 VENDOR = "vendor"  # the vendor op's key among the timed variants
 
 

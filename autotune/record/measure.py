@@ -86,7 +86,7 @@ class Shape:
 
     def time(self, launch, warm_ms: float = WARM_MS) -> dict:
         timing = time_in_graph(lambda i: launch(self.sets[i]), len(self.sets), warm_ms=warm_ms)
-        return {"time_ms": timing.median_ms, "min_ms": timing.min_ms, "max_ms": timing.max_ms,
+        return {"time_ms": timing.ms, "min_ms": timing.min_ms, "max_ms": timing.max_ms,
                 "launches": timing.iters_per_round, "input_sets": timing.input_sets}
 
 

@@ -12,7 +12,9 @@ from typing import Any, Hashable, Iterable
 from ..spaces.base import Config, Problem, SearchSpace
 
 # The name of the one timing protocol (protocol.py), recorded with every study, trial and store.
-PROTOCOL = "graph-warm"  # "graph" studies (before the warm-up) do not resume under it
+# "graph-window": the mean over a 1 s window. Studies under an earlier protocol ("graph-warm": the
+# median of 10 short replays; "graph": the same before the warm-up) do not resume under it.
+PROTOCOL = "graph-window"
 
 
 class Cause(str, enum.Enum):
@@ -52,7 +54,7 @@ class Compiled:
 
 @dataclasses.dataclass
 class Timing:
-    median_ms: float
+    ms: float  # the protocol's time of one launch
     min_ms: float
     max_ms: float
     rounds: int
@@ -61,8 +63,8 @@ class Timing:
 
     @property
     def spread(self) -> float:
-        """(max - min) / median over the rounds."""
-        return (self.max_ms - self.min_ms) / self.median_ms if self.median_ms else 0.0
+        """(max - min) / time over the rounds."""
+        return (self.max_ms - self.min_ms) / self.ms if self.ms else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +117,7 @@ class Result:
 
     @property
     def time_ms(self) -> float | None:
-        return self.timing.median_ms if self.timing else None
+        return self.timing.ms if self.timing else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from .base import PROTOCOL, Cause, Evaluator, Job, Result
-from .protocol import input_sets, time_on_sets
+from .protocol import WINDOW_MS, input_sets, time_on_sets
 from .validate import check_outputs, poison
 
 
@@ -60,7 +60,7 @@ def binder(candidate, compiled):
 class CudaEvaluator(Evaluator):
     """Validate on `checks` fresh input draws, then (if `timed`) time with the protocol."""
 
-    replays: int = 10  # graph replays timed (protocol.time_in_graph)
+    window_ms: float = WINDOW_MS  # timed span of graph replays (protocol.time_in_graph)
     min_graph_ms: float = 1.0  # each replay lasts at least this long
     l2_factor: float = 2.0  # working set of the input sets, in multiples of L2
     max_input_sets: int = 64
@@ -98,7 +98,7 @@ class CudaEvaluator(Evaluator):
                                   resources=compiled.resources)
             if not self.timed:
                 return Result(tag, rel_errors=errors, resources=compiled.resources)
-            timing = time_on_sets(bind, sets, replays=self.replays,
+            timing = time_on_sets(bind, sets, window_ms=self.window_ms,
                                   min_graph_ms=self.min_graph_ms)
             return Result(tag, timing=timing, rel_errors=errors, resources=compiled.resources)
         except Exception as exc:

@@ -2,8 +2,9 @@
 time the tuner reports - a study's trials and final round, `autotune compare`, `autotune bench`,
 the config store - comes from `time_on_sets(run, input_sets(inputs))`: back-to-back launches
 captured in one CUDA graph, over input sets whose tensors together exceed L2 (so weights stream
-from device memory, as in a model whose layers each have their own), the time of a replay over
-the launches it holds. Its name, recorded with every study and store, is PROTOCOL.
+from device memory, as in a model whose layers each have their own), replayed for a timed window
+of at least a second; the time is the window's total over the launches it holds. Its name,
+recorded with every study and store, is PROTOCOL.
 
 Chosen by measurement on H100s (studies/2026-11-23-h100-gemm-protocol/README.md) against
 the truth, a GEMM's time inside a CUDA graph of decoder-like layers (the previous op writes the
@@ -18,6 +19,17 @@ launch, its own time taken out, ranked no better. Limits: back to back, cuBLAS r
 faster than after another op; and no isolated timer sees how a kernel's L2 policy speeds up its
 neighbours (evict-first weight loads keep a model's activations in L2: in the block they were
 faster in 10 of 12 comparisons on large shapes, by up to 20%; in isolation, not faster).
+
+Why a one-second window and its mean (studies/2026-11-24-h100-gemm-s11/steady/): at the 700 W
+cap the H100's power controller moves the SM clock in a ~1 s cycle, by up to +-5% in the seconds
+after an idle spell (a study's compile pauses) and by ~1% once the GPU has been busy. The median
+of ten ~1 ms replays caught one phase of that cycle: the same kernel read up to 8% apart from one
+measurement to the next, and a study's final round (after compiles) read our large GEMMs 3-9%
+faster than `autotune compare` did (back to back) on 12 of 32 shapes (sessions 9-10). Over a
+whole cycle the controller holds the power budget, so the mean replay over >= 1 s reads the same
+after idle as after seconds of other kernels: within 1.5% for 10 kernels (5 shapes, ours and
+cuBLAS, each after 3 s idle, then back to back twice), where the median of any window up to 2 s
+was 4-6% apart.
 """
 
 from __future__ import annotations
@@ -36,6 +48,16 @@ GraphTimer = Callable[..., list]  # graph_replays(body, replays, warm) -> ms per
 # boost clock, a model's forward pass at the clock a busy GPU holds. 200 ms is what compare
 # already warmed up with (an H100 takes ~100 ms to change clocks).
 WARM_MS = 200.0
+# The timed span: the controller's clock cycle is ~1 s (see above), and a shorter window reads
+# a phase of it (the same 10 kernels, from the first replay: 0.8 s read 5.6% apart, 1.0 s 1.8%;
+# after the warm-up: 1.0 s 1.5%).
+WINDOW_MS = 1000.0
+# Interleaved rounds where variants are timed side by side (a study's final round, `autotune
+# compare`, first use). Under the median of short replays a kernel's time moved by up to 12%
+# between measurements seconds apart, and even 5 rounds left 9 of 32 unseen shapes' study times
+# 3-9% under compare's (sessions 9-10). The one-second mean repeats within 1.5% after idle or
+# busy alike, so the rounds now guard against a stray measurement only: the median of 3.
+ROUNDS = 3
 
 
 def input_sets_needed(bytes_per_set: int, l2_bytes: int, factor: float = 2.0, cap: int = 64) -> int:
@@ -58,12 +80,12 @@ def input_sets(inputs: list, factor: float = 2.0, cap: int = 64) -> list[list]:
 
 
 def time_on_sets(bind: Callable[[list], Callable[[], None]], sets: list[list], *,
-                 replays: int = 10, min_graph_ms: float = 1.0, warm_ms: float = WARM_MS,
-                 graph_ms: GraphTimer | None = None) -> Timing:
+                 window_ms: float = WINDOW_MS, min_graph_ms: float = 1.0,
+                 warm_ms: float = WARM_MS, graph_ms: GraphTimer | None = None) -> Timing:
     """The protocol's time of one launch: `bind(inputs)` gives the zero-argument call that runs
     the kernel (or the vendor op) on one input set, on the current stream."""
     calls = [bind(s) for s in sets]
-    return time_in_graph(lambda i: calls[i](), len(calls), replays=replays,
+    return time_in_graph(lambda i: calls[i](), len(calls), window_ms=window_ms,
                          min_graph_ms=min_graph_ms, warm_ms=warm_ms, graph_ms=graph_ms)
 
 
@@ -74,7 +96,7 @@ def median_times(binders: dict[str, Callable[[list], Callable[[], None]]], sets:
     from .timing import interleaved
 
     per_round = interleaved(
-        {name: lambda b=b: time_on_sets(b, sets).median_ms for name, b in binders.items()}, rounds)
+        {name: lambda b=b: time_on_sets(b, sets).ms for name, b in binders.items()}, rounds)
     return {name: statistics.median(times) for name, times in per_round.items()}
 
 
@@ -87,9 +109,11 @@ def passes_per_graph(pass_ms: float, min_graph_ms: float, cap: int = 64) -> int:
 
 
 def per_launch(replays_ms: list, launches: int, input_sets: int) -> Timing:
-    """Timing of one launch from the replay times of a graph that holds `launches`."""
-    each = sorted(t / launches for t in replays_ms)
-    return Timing(median_ms=statistics.median(each), min_ms=each[0], max_ms=each[-1],
+    """Timing of one launch from the replay times of a graph that holds `launches`: the mean
+    over the window (a clock cycle's fast and slow phases alike), the fastest and slowest
+    replay beside it."""
+    each = [t / launches for t in replays_ms]
+    return Timing(ms=statistics.fmean(each), min_ms=min(each), max_ms=max(each),
                   rounds=len(each), iters_per_round=launches, input_sets=input_sets)
 
 
@@ -100,14 +124,21 @@ def warm_replays(replay_ms: float, warm_ms: float) -> int:
     return max(2, math.ceil(warm_ms / replay_ms))
 
 
-def time_in_graph(launch: Callable[[int], None], n_sets: int, *, replays: int = 10,
+def timed_replays(replay_ms: float, window_ms: float) -> int:
+    """How many timed replays fill `window_ms` (at least 3)."""
+    if replay_ms <= 0:
+        return 3
+    return max(3, math.ceil(window_ms / replay_ms))
+
+
+def time_in_graph(launch: Callable[[int], None], n_sets: int, *, window_ms: float = WINDOW_MS,
                   min_graph_ms: float = 1.0, warm_ms: float = WARM_MS,
                   graph_ms: GraphTimer | None = None) -> Timing:
     """Time `launch(i)` (one kernel on input set i, on the current stream) as a forward pass
     runs it: captured in a CUDA graph, back to back over the n_sets input sets in turn (so no
     Python launch cost sits between kernels), as many passes as make a replay last
-    `min_graph_ms`; after `warm_ms` of untimed replays (the clock a busy GPU runs at), the
-    median over `replays` replays."""
+    `min_graph_ms`; after `warm_ms` of untimed replays, the mean over the replays that fill
+    `window_ms`."""
     graph_ms = graph_ms or graph_replays
 
     def passes(n: int):
@@ -120,6 +151,7 @@ def time_in_graph(launch: Callable[[int], None], n_sets: int, *, replays: int = 
     estimate = statistics.median(graph_ms(passes(1), 3))
     n = passes_per_graph(estimate, min_graph_ms)
     warm = warm_replays(n * estimate, warm_ms)
+    replays = timed_replays(n * estimate, window_ms)
     return per_launch(graph_ms(passes(n), replays, warm), n * n_sets, n_sets)
 
 

@@ -5,7 +5,7 @@ TOML writer or YAML), and we lay it out for diffs - the header pretty-printed, t
 per line with sorted keys, entries sorted by problem. A re-tuned shape changes one line.
 
     {"schema": 2,
-     "header": {"arch": "sm_90a", "device": "NVIDIA H200", "timer": "graph-warm", ...},
+     "header": {"arch": "sm_90a", "device": "NVIDIA H200", "timer": "graph-window", ...},
      "entries": [
       {"config": {...}, "default_ms": 0.21, "measured": {"3f9a...": 0.2, ...},
        "problem": "M=16,N=4096,K=4096,dtype=bfloat16", "vendor_ms": 0.22, ...},

@@ -247,12 +247,12 @@ class _ProblemDriver:
                          else COMPILED)
             return TrialState.PRUNED, None, attrs
         t = result.timing
-        attrs.update(outcome=OK, time_ms=t.median_ms, spread=t.spread,
+        attrs.update(outcome=OK, time_ms=t.ms, spread=t.spread,
                      timing={"min_ms": t.min_ms, "max_ms": t.max_ms, "rounds": t.rounds,
                              "iters_per_round": t.iters_per_round, "input_sets": t.input_sets})
         if self.flops:
-            attrs["tflops"] = self.flops / t.median_ms / 1e9
-        return TrialState.COMPLETE, t.median_ms, attrs
+            attrs["tflops"] = self.flops / t.ms / 1e9
+        return TrialState.COMPLETE, t.ms, attrs
 
     def _finish(self, result: Result) -> None:
         number = result.tag

@@ -23,15 +23,11 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from ..runner.base import Candidate, Runner
+from ..runner.protocol import ROUNDS
 from ..runner.timing import rotated
 from ..spaces.base import Problem, SearchSpace
 
-# Rounds of a final round. Why 5, not 3: at the power cap a kernel's protocol time moved by up
-# to 12% between measurements seconds apart (ours once by 28%), with the SM clock (1140-1890
-# MHz; studies/2026-11-24-h100-gemm-s10/probe); with 3 rounds the study's time for 5 of 16
-# unseen shapes was 4-10% under `autotune compare`'s median of 5 (session 9). With 5, 13 of 16
-# agreed within 3% in one run and 7 of 16 in the next (s10): the rounds are not the whole cure.
-FINAL_ROUNDS = 5
+FINAL_ROUNDS = ROUNDS  # as many as `autotune compare` and first use take
 FINAL_ATTR = "final"
 VENDOR_ATTR = "vendor_ms"  # the vendor op's median in the latest final round
 VENDOR = "vendor"  # the vendor op's entry in a final round
