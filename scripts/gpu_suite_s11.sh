@@ -17,7 +17,10 @@
 # after: compare with that store: our kernel alone after a study, and the study's winner time
 #   beside compare's.
 # block (issue 20): the decoder block at prefill 512/2048/4096 (committed stores), every block
-#   call timed under the one-second window: does prefill 4096 read steadily now?
+#   call timed under the one-second window: does prefill 4096 read steadily now? block2: again on
+#   another machine, with decode (M = 1, 8, 32, 64) and prefill 4096.
+# attn (issue 20): the attention benchmark (default, tuned, cuDNN, FlashAttention-2 through SDPA)
+#   under the one-second window.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -52,7 +55,8 @@ study)
   ;;
 after)
   LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s11.md)
-  cp $SCRATCH/results/study/s11_store.json $R/
+  # the study's store: from the study call, or carried in (a fresh machine)
+  cp s11_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/s11_store.json $R/
   sample_clocks $R/clocks.csv
   timeout 560 autotune compare gemm --store $R/s11_store.json --shapes $LIST --subset "M<=256" \
     --subset "M>1024" --out $R/after > $R/after.log 2>&1
@@ -65,7 +69,21 @@ block)
     --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
   echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -8 $R/block_prefill.log
   ;;
-*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block" >&2
+block2)
+  sample_clocks $R/clocks.csv
+  timeout 560 python3 examples/llama_block.py --decode 1 8 32 64 --prefill 4096 --rounds 5 \
+    --out $R/llama_block > $R/block.log 2>&1
+  echo "block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block.log
+  ;;
+attn)
+  timeout 120 python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
+    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout 420 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
+    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
+  kill %1; tail -n 30 $R/bench.log
+  ;;
+*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block|block2|attn" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log

@@ -180,7 +180,7 @@ def header() -> dict:
             "shapes": list(SHAPES), "dtype": DTYPE,
             "protocol": f"{PROTOCOL}: autotune.runner.protocol.time_on_sets over input_sets "
                         "(CUDA-graph replays of back-to-back launches over input copies that "
-                        "together exceed 2x L2; median of 10 replays)"}
+                        "together exceed 2x L2; the mean over a one-second window of replays)"}
 
 
 def run(src: Path, out: Path, shapes=SHAPES) -> None:
