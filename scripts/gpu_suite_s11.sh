@@ -21,6 +21,8 @@
 #   another machine, with decode (M = 1, 8, 32, 64) and prefill 4096.
 # attn (issue 20): the attention benchmark (default, tuned, cuDNN, FlashAttention-2 through SDPA)
 #   under the one-second window.
+# tests: the GPU tests of dispatch (GEMM, attention), the isolated runner's faults and the GEMM
+#   plugin's conformance kit, under the window protocol.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -83,7 +85,15 @@ attn)
     > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
   kill %1; tail -n 30 $R/bench.log
   ;;
-*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block|block2|attn" >&2
+tests)
+  timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
+    tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
+  echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
+    -k default_config_validates > $R/conformance.log 2>&1
+  echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
+  ;;
+*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block|block2|attn|tests" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
