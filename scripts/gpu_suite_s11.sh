@@ -23,6 +23,9 @@
 #   under the one-second window.
 # tests: the GPU tests of dispatch (GEMM, attention), the isolated runner's faults and the GEMM
 #   plugin's conformance kit, under the window protocol.
+# splitk: the two small-N, long-K shapes of the s11 list where our kernel lost most (0.85-0.87x
+#   cuBLAS, no split-K config among the study's 8 trials): split-K 2 and 4 and stream-K beside
+#   the default, validated, then held busy (scripts/power.py), cuBLAS beside.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -93,7 +96,17 @@ tests)
     -k default_config_validates > $R/conformance.log 2>&1
   echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
   ;;
-*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block|block2|attn|tests" >&2
+splitk)
+  for spec in '217x3840x15360 {"split_k": 2, "epilogue": "reg"} {"split_k": 4, "epilogue": "reg"} {"stream_k": true, "persistent": true}' \
+              '695x2048x10944 {"split_k": 2, "epilogue": "reg", "persistent": false} {"split_k": 4, "epilogue": "reg", "persistent": false} {"stream_k": true}'; do
+    shape=${spec%% *}; mapfile -t VARIANTS < <(echo "${spec#* }" | grep -oE '\{[^}]*\}')
+    python3 scripts/check_configs.py --procs 15 --shapes $shape --configs "${VARIANTS[@]}" \
+      > $R/check_$shape.log 2>&1
+    echo "check $shape rc=$? at $SECONDS s" | tee -a $R/run.log; tail -4 $R/check_$shape.log | cut -c1-160
+    timeout 100 python3 scripts/power.py $shape $R/splitk_$shape.csv '{}' "${VARIANTS[@]}" 2>&1 | tail -6
+  done
+  ;;
+*) echo "usage: gpu_suite_s11.sh stage|site|steady|judge0|judge4|study|after|block|block2|attn|tests|splitk" >&2
   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
