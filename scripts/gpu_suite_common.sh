@@ -1,7 +1,8 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
-# trials_csv, short_study, unseen_list, sample_clocks and judge_unseen.
+# trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks and
+# attention_bench.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -51,6 +52,22 @@ judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch
     grep -v "^measured" $R/first_use_$fu.log | tail -5
   done
   kill %1
+}
+prebuild_picks() {  # $1 scratch name, $2 a store, then shapes: the kernels dispatch picks for the
+  # shapes from the store, built into an artifact index that $AUTOTUNE_ARTIFACTS then names
+  local name=$1 store=$2; shift 2
+  export AUTOTUNE_ARTIFACTS=$SCRATCH/$name-idx
+  python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $store --shapes "$@" \
+    --no-stored --out $AUTOTUNE_ARTIFACTS --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+}
+attention_bench() {  # $1 seconds: the attention benchmark (autotune.bench.attention), built here
+  timeout 120 python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
+    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout $1 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
+    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
+  kill %1; tail -n 30 $R/bench.log
 }
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage

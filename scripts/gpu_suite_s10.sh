@@ -37,10 +37,7 @@ case $1 in
 probe)
   STORE=studies/2026-11-24-h100-gemm-s9/study/s9_store.json
   SHAPES="168x15872x14848 4146x5120x25600 421x51200x5120 1236x5376x21504 2816x9216x36864"
-  export AUTOTUNE_ARTIFACTS=$SCRATCH/probe-idx
-  python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $SHAPES \
-    --no-stored --out $AUTOTUNE_ARTIFACTS --procs 15 > $R/prebuild.log 2>&1
-  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  prebuild_picks probe $STORE $SHAPES
   sample_clocks $R/clocks.csv
   timeout 480 python3 scripts/timing_probe.py $STORE $R/probe.csv $SHAPES 2>&1 | tail -40
   kill %1

@@ -33,10 +33,7 @@ case $1 in
 steady)
   STORE=studies/2026-11-24-h100-gemm-s9/study/s9_store.json
   SHAPES="46x8192x5376 168x15872x14848 421x51200x5120 4146x5120x25600 2816x9216x36864"
-  export AUTOTUNE_ARTIFACTS=$SCRATCH/steady-idx
-  python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $SHAPES \
-    --no-stored --out $AUTOTUNE_ARTIFACTS --procs 15 > $R/prebuild.log 2>&1
-  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  prebuild_picks steady $STORE $SHAPES
   sample_clocks $R/clocks.csv
   timeout 420 python3 scripts/steady_probe.py $STORE $R/steady.csv $SHAPES 2>&1 | tail -40
   kill %1
@@ -81,12 +78,7 @@ block2)
   echo "block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block.log
   ;;
 attn)
-  timeout 120 python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
-    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
-  sample_clocks $R/clocks.csv
-  timeout 420 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
-    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
-  kill %1; tail -n 30 $R/bench.log
+  attention_bench 420
   ;;
 tests)
   timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \

@@ -115,12 +115,7 @@ suite)
   kill %1
   ;;
 attn)
-  timeout 120 python3 -m autotune.bench.attention build $SCRATCH/bench --jobs 15 \
-    > $R/bench_build.log 2>&1; echo "bench build rc=$? at $SECONDS s" | tee -a $R/run.log
-  sample_clocks $R/clocks.csv
-  timeout 330 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
-    > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
-  kill %1; tail -n 30 $R/bench.log
+  attention_bench 330
   ;;
 block)
   sample_clocks $R/clocks.csv

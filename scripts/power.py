@@ -29,21 +29,12 @@ from autotune.runner.protocol import capture_graph, graph_replays, input_sets
 BUSY_S, SETTLE_S, SAMPLE_MS = 4.0, 1.0, 100
 
 
-def held_busy(calls: list) -> dict:
-    """Replay one CUDA graph of back-to-back launches (`calls`: one per input set, repeated to
-    ~20 ms) for BUSY_S, each replay timed by events, while nvidia-smi samples. Captured once:
-    re-capturing per timing (as the protocol's timer does) left the GPU idle between graphs for
-    ops whose capture is slow (cuDNN attention: 120 W)."""
+def replay_for(graph, seconds: float) -> list:
+    """(start, end) CUDA events of each back-to-back replay of `graph` over `seconds`."""
     import torch
 
-    one = statistics.median(graph_replays(lambda: [c() for c in calls], 3))
-    passes = max(1, math.ceil(20.0 / one))
-    graph = capture_graph(lambda: [c() for _ in range(passes) for c in calls])
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
-                            "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"],
-                           stdout=subprocess.PIPE, text=True)
     start, events = time.time(), []
-    while time.time() - start < BUSY_S:
+    while time.time() - start < seconds:
         pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         pair[0].record()
         graph.replay()
@@ -52,6 +43,21 @@ def held_busy(calls: list) -> dict:
         if len(events) % 8 == 0:  # keep the queue short so the wall clock tracks the GPU
             pair[1].synchronize()
     torch.cuda.synchronize()
+    return events
+
+
+def held_busy(calls: list) -> dict:
+    """Replay one CUDA graph of back-to-back launches (`calls`: one per input set, repeated to
+    ~20 ms) for BUSY_S, each replay timed by events, while nvidia-smi samples. Captured once:
+    re-capturing per timing (as the protocol's timer does) left the GPU idle between graphs for
+    ops whose capture is slow (cuDNN attention: 120 W)."""
+    one = statistics.median(graph_replays(lambda: [c() for c in calls], 3))
+    passes = max(1, math.ceil(20.0 / one))
+    graph = capture_graph(lambda: [c() for _ in range(passes) for c in calls])
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                            "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"],
+                           stdout=subprocess.PIPE, text=True)
+    events = replay_for(graph, BUSY_S)
     smi.terminate()
     times = [a.elapsed_time(b) / (passes * len(calls)) for a, b in events]
     samples = [[float(x) for x in line.split(",")] for line in smi.communicate()[0].splitlines()

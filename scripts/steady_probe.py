@@ -17,12 +17,16 @@ same in all three is the protocol's hold.
 
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import torch
 
 from autotune.dispatch import load
 from autotune.runner.protocol import capture_graph, graph_replays, input_sets
+
+sys.path.insert(0, str(Path(__file__).parent))
+import power  # noqa: E402  (replay_for)
 
 HOLD_S, IDLE_S, REPLAY_MS = 6.0, 3.0, 5.0
 
@@ -35,16 +39,7 @@ def hold(calls: list) -> list[tuple[float, float]]:
     graph = capture_graph(lambda: [c() for _ in range(passes) for c in calls])
     origin = torch.cuda.Event(enable_timing=True)
     origin.record()
-    start, events = time.time(), []
-    while time.time() - start < HOLD_S:
-        pair = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-        pair[0].record()
-        graph.replay()
-        pair[1].record()
-        events.append(pair)
-        if len(events) % 8 == 0:  # a short queue, so the wall clock tracks the GPU
-            pair[1].synchronize()
-    torch.cuda.synchronize()
+    events = power.replay_for(graph, HOLD_S)
     return [(origin.elapsed_time(b), a.elapsed_time(b) / (passes * len(calls))) for a, b in events]
 
 
