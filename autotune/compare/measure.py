@@ -6,9 +6,11 @@ dispatch delivers (that kernel, or the vendor op where dispatch routes the shape
 
 Why interleaved: each round times every variant once, in a rotated order, so that clock and
 temperature drift hit all alike; a variant's time is its median round. The protocol itself
-keeps the GPU busy before each timing (protocol.WARM_MS): timed after an idle spell (a kernel
-build, a large input draw), a variant ran at another clock (H100, session 4: up to 8x slower
-on a 20 us kernel, still ramping up from idle; 2026-11-23: 3-12% faster, at boost)."""
+keeps the GPU busy before each timing (protocol.WARM_MS) and times a one-second window (its
+mean), over which the clock's cycle after an idle spell (a kernel build, a large input draw)
+averages out: timed in a short burst after idle, a variant ran at another clock (H100, session
+4: up to 8x slower on a 20 us kernel, still ramping up from idle; 2026-11-23: 3-12% faster, at
+boost; 2026-11-24: the ~1 Hz cycle, studies/2026-11-24-h100-gemm-s11/steady)."""
 
 from __future__ import annotations
 

@@ -107,9 +107,10 @@ def run_final(study: optuna.Study, space: SearchSpace, problem: Problem, runner:
 def _winner(medians: dict[int, float], times: dict[int, list[float]], default: int | None) -> int:
     """The fastest median among the finalists that beat the default in every round they ran
     (their slowest round under its median); the default if none does. The default is the
-    hand-tuned prior: on large shapes an H100's rounds spread by up to 10% (power and clocks),
-    more than the configs there differ, and a challenger that wins only on its median is as
-    likely noise as a gain."""
+    hand-tuned prior: under the short-replay timer an H100's rounds spread by up to 10% on large
+    shapes (power and clocks), more than the configs there differ; under the one-second window
+    ~1.5%, still as much as many configs differ, so a challenger that wins only on its median is
+    as likely noise as a gain."""
     if default not in medians:
         return min(medians, key=medians.get)
     beat = [n for n in medians if n != default and max(times[n]) < medians[default]]
