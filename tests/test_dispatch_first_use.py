@@ -163,12 +163,13 @@ def test_the_outcome_persists_and_a_later_dispatcher_reuses_it(tmp_path):
 
 @pytest.mark.parametrize("text, why", [
     ("{not json", "not valid JSON"),
-    ("stale", "refused"),
+    ("template", "refused .template is 'old'"),
+    ("timer", "refused .timer is 'old'"),  # an earlier protocol's times: timed again
 ])
 def test_a_corrupt_or_stale_store_file_is_refused_then_rewritten(tmp_path, text, why):
     path = tmp_path / "first-use.json"
-    if text == "stale":
-        other = ConfigStore(Header(**{**HEADER.__dict__, "template": "old"}))
+    if text in ("template", "timer"):
+        other = ConfigStore(Header(**{**HEADER.__dict__, text: "old"}))
         other.entries.update(entries(gemm(100)))
         other.write(path)
     else:

@@ -135,6 +135,8 @@ class FirstUse:
                           StoreMismatchWarning, stacklevel=4)
             return None
         reasons = mismatches(store.header, self.header)
+        if store.header.timer != self.header.timer:  # its times were taken another way
+            reasons.append(f"timer is {store.header.timer!r}, here {self.header.timer!r}")
         if reasons:
             warnings.warn(f"first-use store {self.path} refused ({'; '.join(reasons)}): its "
                           "shapes are timed again", StoreMismatchWarning, stacklevel=4)
