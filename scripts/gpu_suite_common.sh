@@ -1,8 +1,8 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
-# trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks and
-# attention_bench.
+# trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
+# attention_bench and decoder_block.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -68,6 +68,13 @@ attention_bench() {  # $1 seconds: the attention benchmark (autotune.bench.atten
   timeout $1 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
     > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
   kill %1; tail -n 30 $R/bench.log
+}
+decoder_block() {  # $1 report stem, $2 log name, $3 seconds, then examples/llama_block.py's
+  # arguments: the decoder block through dispatch beside torch's -> $R/$1.{md,json}, $R/$2.log
+  local out=$1 log=$2 secs=$3; shift 3
+  sample_clocks $R/clocks.csv
+  timeout $secs python3 examples/llama_block.py "$@" --out $R/$out > $R/$log.log 2>&1
+  echo "$log rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/$log.log
 }
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage

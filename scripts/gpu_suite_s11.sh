@@ -66,16 +66,10 @@ after)
   kill %1
   ;;
 block)
-  sample_clocks $R/clocks.csv
-  timeout 560 python3 examples/llama_block.py --decode --prefill 512 2048 4096 --rounds 5 \
-    --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
-  echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -8 $R/block_prefill.log
+  decoder_block llama_block_prefill block_prefill 560 --decode --prefill 512 2048 4096 --rounds 5
   ;;
 block2)
-  sample_clocks $R/clocks.csv
-  timeout 560 python3 examples/llama_block.py --decode 1 8 32 64 --prefill 4096 --rounds 5 \
-    --out $R/llama_block > $R/block.log 2>&1
-  echo "block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block.log
+  decoder_block llama_block block 560 --decode 1 8 32 64 --prefill 4096 --rounds 5
   ;;
 attn)
   attention_bench 420

@@ -118,16 +118,10 @@ attn)
   attention_bench 330
   ;;
 block)
-  sample_clocks $R/clocks.csv
-  timeout 400 python3 examples/llama_block.py --decode --prefill 512 2048 4096 --rounds 7 \
-    --out $R/llama_block_prefill > $R/block_prefill.log 2>&1
-  echo "prefill block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -8 $R/block_prefill.log
+  decoder_block llama_block_prefill block_prefill 400 --decode --prefill 512 2048 4096 --rounds 7
   ;;
 decode)
-  sample_clocks $R/clocks.csv
-  timeout 330 python3 examples/llama_block.py --decode 1 8 32 64 --prefill --rounds 7 \
-    --out $R/llama_block_decode > $R/block_decode.log 2>&1
-  echo "decode block rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/block_decode.log
+  decoder_block llama_block_decode block_decode 330 --decode 1 8 32 64 --prefill --rounds 7
   ;;
 energy)
   timeout 200 python3 scripts/power.py --kernel attention 1x4096/32:8/128/causal \
