@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 12 on the GPU machine (issue 18: our kernel alone against cuBLAS), one step per call,
+# the machine kept warm between them (stage and site as in gpu_suite_s7.sh):
+#   bash scripts/gpu_suite_s12.sh vendor  # carry .bundle/device-site.tar.xz (torch only)
+#   bash scripts/gpu_suite_s12.sh suite   # carry .bundle/tvm-b after stage and site
+# vendor: which kernel cuBLAS runs (tile, cluster, stages, split-K) on every shape of every
+#   unseen list and the 23-shape suite (scripts/cublas_kernels.py), to read beside what our
+#   kernel made of the same shapes.
+# suite: the 23-shape suite from the committed store under the one-second window: dispatch, our
+#   kernel alone, the default and cuBLAS (5 rounds).
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+source scripts/gpu_env.sh
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+case $1 in
+vendor)
+  SHAPES=$(for f in studies/unseen_gemm_*.md studies/heldout_gemm_2026-11-23.md; do unseen_list $f; done)
+  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)")
+  timeout 400 python3 scripts/cublas_kernels.py $R $SUITE $SHAPES > $R/vendor.log 2>&1
+  echo "vendor rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/vendor.log
+  ;;
+suite)
+  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)")
+  IDX=$SCRATCH/suite-idx
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $SUITE \
+    --no-stored --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout 380 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
+    --subset "M<=256" --subset "M>1024" --out $R/suite > $R/suite.log 2>&1
+  echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite" >&2; exit 2 ;;
+esac
+echo "$1 done at $SECONDS s" | tee -a $R/run.log
+tar czf $OUT/$1.tgz -C $R .
