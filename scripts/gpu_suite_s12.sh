@@ -8,6 +8,10 @@
 #   kernel made of the same shapes.
 # suite: the 23-shape suite from the committed store under the one-second window: dispatch, our
 #   kernel alone, the default and cuBLAS (5 rounds).
+# swap: swap-AB (weights on the 64-row wgmma side, tokens on the fine-grained wgmma N, as
+#   cuBLAS's nvjet kernels do) at M > 128, where our tiles waste rows of ragged M: each line of
+#   swap_variants.txt (copied to the stage: a shape, then JSON configs, the first the s11 study's
+#   winner) validated (scripts/check_configs.py), then held busy with cuBLAS (scripts/power.py).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -31,7 +35,17 @@ suite)
   echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
   kill %1
   ;;
-*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite" >&2; exit 2 ;;
+swap)
+  cp swap_variants.txt $R/
+  while read -r line; do
+    shape=${line%% *}; mapfile -t VARIANTS < <(echo "${line#* }" | grep -oE '\{[^}]*\}')
+    python3 scripts/check_configs.py --procs 15 --shapes $shape --configs "${VARIANTS[@]}" \
+      > $R/check_$shape.log 2>&1
+    echo "check $shape rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/check_$shape.log | cut -c1-160
+    timeout 100 python3 scripts/power.py $shape $R/swap_$shape.csv "${VARIANTS[@]}" 2>&1 | tail -7 | cut -c1-220
+  done < swap_variants.txt
+  ;;
+*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .

@@ -179,10 +179,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
-        values = dict(KNOBS)
-        if problem["M"] > SKINNY_M:
-            values["swap_ab"] = (False,)
-        return values
+        return dict(KNOBS)
 
     def violations(self, config: Config, problem: Problem) -> list[str]:
         out = self._shape_violations(problem) + self.knob_violations(config, problem)
