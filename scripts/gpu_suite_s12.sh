@@ -12,6 +12,8 @@
 #   cuBLAS's nvjet kernels do) at M > 128, where our tiles waste rows of ragged M: each line of
 #   swap_variants.txt (copied to the stage: a shape, then JSON configs, the first the s11 study's
 #   winner) validated (scripts/check_configs.py), then held busy with cuBLAS (scripts/power.py).
+# swaptma: the same with swap-AB's TMA-store epilogue (stmatrix.trans), after a correctness check
+#   of it on ragged shapes (swap_check.txt: the configs).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -35,8 +37,14 @@ suite)
   echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
   kill %1
   ;;
-swap)
+swap|swaptma)
   cp swap_variants.txt $R/
+  if [ $1 = swaptma ]; then  # correctness first: ragged M, N, K, decode, every consumer layout
+    eval "CHECK=($(cat swap_check.txt))"; cp swap_check.txt $R/
+    python3 scripts/check_configs.py --procs 15 --shapes 77x1000x520 1x136x64 513x4104x1032 \
+      3001x264x4096 --configs "${CHECK[@]}" > $R/check_ragged.log 2>&1
+    echo "check ragged rc=$? at $SECONDS s" | tee -a $R/run.log; tail -4 $R/check_ragged.log | cut -c1-160
+  fi
   while read -r line; do
     shape=${line%% *}; mapfile -t VARIANTS < <(echo "${line#* }" | grep -oE '\{[^}]*\}')
     python3 scripts/check_configs.py --procs 15 --shapes $shape --configs "${VARIANTS[@]}" \
@@ -45,7 +53,7 @@ swap)
     timeout 100 python3 scripts/power.py $shape $R/swap_$shape.csv "${VARIANTS[@]}" 2>&1 | tail -7 | cut -c1-220
   done < swap_variants.txt
   ;;
-*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap|swaptma" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .

@@ -210,8 +210,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             # wgmma takes multiples of 8; the template's accumulator fences and epilogue
             # chunks (and a 2x1 cluster's multicast halves) take whole 16-column groups
             out.append(f"BLK_N={cfg.blk_n} outside [16, 256] or not a multiple of 16")
-        if cfg.swap_ab and cfg.epilogue != "reg":
-            out.append("swap_ab writes D^T through registers: it needs epilogue='reg'")
         if cfg.split_k > 1:
             out += self._split_k_violations(cfg, problem)
         if cfg.stream_k:

@@ -9,8 +9,8 @@ to the consumers.
 
 Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
 of the operand the pair shares, persistent scheduling with grouped raster order, a
-register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T, for
-skinny M), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
+register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T: the
+weights on the 64-row wgmma side, M on the fine-grained wgmma N, as cuBLAS's kernels run), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
 tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
 barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
 through distributed shared memory (no workspace, no second kernel). Stream-K: one persistent
@@ -96,7 +96,6 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     C, WG_M, BLK_M, BLK_N, BLK_K = cfg.consumers, cfg.wg_m, cfg.blk_m, cfg.blk_n, cfg.blk_k
     STAGES, CS, MC, SK = cfg.stages, cfg.cluster_size, cfg.multicast_size, cfg.split_k
     SWAP, EPI_TMA, STREAM_K = cfg.swap_ab, cfg.epilogue == "tma", cfg.stream_k
-    assert not (SWAP and EPI_TMA), "swap_ab writes D^T through registers"
     M_ATOMS = WG_M // WGMMA_M
     ACC = accumulator_regs(cfg)
     STAGE_BYTES = (BLK_M + BLK_N) * BLK_K * ELEM_BYTES
@@ -117,8 +116,12 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
     EPI_W, EPI_BUFS = epilogue_chunk(cfg)
-    d_shape = (C * EPI_BUFS, WG_M, EPI_W)
-    D_layout = mma_shared_layout(dtype, _EPI_SWIZZLE[EPI_W], d_shape)
+    if SWAP:  # staged as D holds it: EPI_W rows of M, the consumer's WG_M columns of N
+        d_shape = (C * EPI_BUFS, EPI_W, WG_M)
+        D_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, d_shape)
+    else:
+        d_shape = (C * EPI_BUFS, WG_M, EPI_W)
+        D_layout = mma_shared_layout(dtype, _EPI_SWIZZLE[EPI_W], d_shape)
 
     def cta_tile(tile, rank):
         """(first row, first col) of this CTA's tile for cluster tile `tile`."""
@@ -218,14 +221,20 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         has read its buffer, and the small staging area leaves shared memory to the ring.
         Each warp writes its 16 rows with `stmatrix` (four 8x8 matrices, 16 columns, per
         instruction: the accumulator fragment is stmatrix's register layout), not with 2-byte
-        stores. TMA clips each box at the tensor's edge."""
+        stores. TMA clips each box at the tensor's edge.
+
+        Swapped (D^T in the accumulators: rows are N, columns M), `stmatrix.trans` writes each
+        8x8 matrix transposed, so the chunk is staged as D holds it (EPI_W rows of M, WG_M
+        columns of N) and stored by TMA in 64-column boxes, as the operands are loaded."""
         leader = T.And(warp == 0, lane == 0)
         frag = T.alloc_local((8,), dtype)  # one stmatrix.x4: 4 words of 2 elements
         words = frag.view("uint32")
         # lane L addresses row L % 8 of matrix L // 8: rows +8 for odd matrices, columns +8
-        # for the second pair
+        # for the second pair (transposed: a matrix's rows are the accumulators' columns)
         lane_row = warp * 16 + (lane // 8) % 2 * 8 + lane % 8
         lane_col = lane // 16 * 8
+        t_row = lane // 16 * 8 + lane % 8
+        t_col = warp * 16 + (lane // 8) % 2 * 8
         for n in range(BLK_N // EPI_W):
             buf = consumer * EPI_BUFS + n % EPI_BUFS
             with T.If(leader):
@@ -237,15 +246,27 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     first = j * BLK_N // 2 + n * EPI_W // 2 + p * 8
                     for k in range(8):
                         T.buffer_store(frag, T.Cast(dtype, acc[first + k]), [k])
-                    addr = Ds.ptr_to([buf, j * WGMMA_M + lane_row, p * 16 + lane_col])
-                    T.evaluate(T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
-                        addr, words[0], words[1], words[2], words[3]))
+                    if SWAP:
+                        addr = Ds.ptr_to([buf, p * 16 + t_row, j * WGMMA_M + t_col])
+                        T.evaluate(T.ptx.stmatrix.sync.aligned.m8n8.x4.trans.shared.b16(
+                            addr, words[0], words[1], words[2], words[3]))
+                    else:
+                        addr = Ds.ptr_to([buf, j * WGMMA_M + lane_row, p * 16 + lane_col])
+                        T.evaluate(T.ptx.stmatrix.sync.aligned.m8n8.x4.shared.b16(
+                            addr, words[0], words[1], words[2], words[3]))
             T.evaluate(T.ptx.fence.proxy.async_.shared__cta())
             T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
             with T.If(leader):
                 with T.Then():
-                    Tx.copy_async(D[row0:row0 + WG_M, col0 + n * EPI_W:col0 + (n + 1) * EPI_W],
-                                  Ds[buf, :, :], dispatch="tma_explicit")
+                    if SWAP:
+                        m0 = col0 + n * EPI_W
+                        for jb in range(0, WG_M, COL_BLOCK):
+                            Tx.copy_async(D[m0:m0 + EPI_W, row0 + jb:row0 + jb + COL_BLOCK],
+                                          Ds[buf, :, jb:jb + COL_BLOCK], dispatch="tma_explicit")
+                    else:
+                        Tx.copy_async(D[row0:row0 + WG_M,
+                                        col0 + n * EPI_W:col0 + (n + 1) * EPI_W],
+                                      Ds[buf, :, :], dispatch="tma_explicit")
                     T.evaluate(T.ptx.cp.async_.bulk.commit_group())
 
     if STREAM_K:
