@@ -14,6 +14,10 @@
 #   winner) validated (scripts/check_configs.py), then held busy with cuBLAS (scripts/power.py).
 # swaptma: the same with swap-AB's TMA-store epilogue (stmatrix.trans), after a correctness check
 #   of it on ragged shapes (swap_check.txt: the configs).
+# judge0, judge4: studies/unseen_gemm_2026-11-24-s12.md (committed before measuring), compare
+#   from the committed store (restamped to this template) with first use off, then on (4).
+# study: an 8-trial study of each of those shapes (final rounds: 3); after: compare with its
+#   store (our kernel alone after a study; the study's winner time beside compare's).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -53,7 +57,31 @@ swap|swaptma)
     timeout 100 python3 scripts/power.py $shape $R/swap_$shape.csv "${VARIANTS[@]}" 2>&1 | tail -7 | cut -c1-220
   done < swap_variants.txt
   ;;
-*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap|swaptma" >&2; exit 2 ;;
+judge0|judge4)
+  sha256sum $STORE | tee $R/store.sha256
+  judge_unseen studies/unseen_gemm_2026-11-24-s12.md s12 ${1#judge} 420
+  ;;
+study)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s12.md)
+  DB=sqlite:///$SCRATCH/s12.db  # kept: a second call resumes the study
+  sample_clocks $R/clocks.csv
+  timeout 540 autotune tune gemm_sm90 --shapes $LIST --trials 8 --gpus 0 --compile-workers 15 \
+    --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/s12_study.log
+  echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/s12_study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/s12_store.json
+  trials_csv $DB $R/s12_trials.csv
+  kill %1
+  ;;
+after)
+  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s12.md)
+  cp s12_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/s12_store.json $R/
+  sample_clocks $R/clocks.csv
+  timeout 560 autotune compare gemm --store $R/s12_store.json --shapes $LIST --subset "M<=256" \
+    --subset "M>1024" --out $R/after > $R/after.log 2>&1
+  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
+  kill %1
+  ;;
+*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap|swaptma|judge0|judge4|study|after" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .

@@ -10,6 +10,7 @@ import pytest
 
 from autotune.spaces.base import IllegalConfig
 from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
+from autotune.spaces.sampling import legal_draws
 from kernels.gemm.sm90 import _tile_coords, accumulator_regs, geometry, smem_bytes
 
 SPACE = GemmSm90Space()
@@ -33,8 +34,8 @@ def test_template_hash_covers_every_file_the_kernel_is_built_from():
 def test_parameters_are_categoricals_over_every_knob():
     params = SPACE.parameters(BIG)
     assert set(params) == set(KNOBS)
-    assert params["swap_ab"].choices == (False,)  # swap-AB is for skinny problems only
-    assert set(SPACE.parameters(SKINNY)["swap_ab"].choices) == {False, True}
+    # swap-AB at every M: cuBLAS's kernels put the weights on the wgmma M side at every shape
+    assert set(params["swap_ab"].choices) == {False, True}
 
 
 @pytest.mark.parametrize("shape", SUITE + ("1x4096x4096", "77x1024x1000", "1000x520x136"))
@@ -102,11 +103,12 @@ def test_split_k_needs_a_k_tile_per_rank_and_counts_its_partials_in_smem():
     assert smem_bytes(c) == 1024 + 2 * 128 * 128 * 4
 
 
-def test_swap_ab_needs_register_epilogue_and_a_skinny_problem():
-    swapped = {**SPACE.default_config(SKINNY), "epilogue": "tma"}
-    assert any("epilogue='reg'" in v for v in SPACE.violations(swapped, SKINNY))
-    assert any("swap_ab=True" in v
-               for v in SPACE.violations(_config(swap_ab=True, epilogue="reg"), BIG))
+def test_swap_ab_takes_either_epilogue_at_any_m():
+    # the TMA-store epilogue stages D^T's tile transposed (stmatrix.trans): legal both ways
+    for problem in (SKINNY, BIG):
+        for epilogue in ("tma", "reg"):
+            config = _config(swap_ab=True, epilogue=epilogue, blk_n=208, stages=4)
+            assert SPACE.violations(config, problem) == [], (problem, epilogue)
 
 
 def test_missing_knob_is_illegal():
@@ -141,9 +143,8 @@ def covering_sample(seed: int = 0, per_shape: int = 7) -> list[tuple]:
     out = []
     for text in shapes:
         problem = SPACE.parse_problem(text)
-        legal = list(SPACE.legal_configs(problem))
         for _ in range(per_shape):
-            pool = rng.sample(legal, 64)
+            pool = legal_draws(SPACE, problem, rng, 64)  # drawn: enumerating takes minutes
             best = max(pool, key=lambda c: len(set(c.items()) & unseen))
             unseen -= set(best.items())
             out.append((problem, best))
@@ -171,11 +172,27 @@ def _compile_and_check(problem, config, tmp_path):
     assert ("L2::cache_hint" in art.source) == (c.l2_evict == "first")
     # the TMA-store epilogue stages the tile with stmatrix; the register epilogue has none
     assert ("stmatrix.sync.aligned.m8n8.x4" in art.source) == (c.epilogue == "tma")
+    # swapped, the accumulators hold D^T: the staging writes each 8x8 matrix transposed
+    assert ("m8n8.x4.trans" in art.source) == (c.epilogue == "tma" and c.swap_ab)
 
 
 @pytest.mark.parametrize("problem, config", covering_sample(),
                          ids=lambda x: getattr(x, "key", None) or "")
 def test_legal_config_compiles_without_spills(problem, config, tmp_path):
+    _compile_and_check(problem, config, tmp_path)
+
+
+@pytest.mark.parametrize("shape, overrides", [
+    # two 64-column TMA boxes per chunk (wg_m=128), weights paired along M (1x2)
+    ("695x2048x10944", dict(wg_m=128, consumers=1, blk_n=96, stages=6, cluster="1x2",
+                            persistent=False)),
+    # three consumers, 64-row chunks of a ragged M
+    ("3093x21888x2048", dict(wg_m=64, consumers=3, blk_n=192, stages=3)),
+])
+def test_swapped_tma_epilogue_compiles_without_spills(shape, overrides, tmp_path):
+    problem = SPACE.parse_problem(shape)
+    config = {**SPACE.default_config(problem), **overrides, "swap_ab": True, "epilogue": "tma"}
+    assert SPACE.violations(config, problem) == []
     _compile_and_check(problem, config, tmp_path)
 
 
@@ -216,6 +233,22 @@ def test_seed_configs_are_legal_neighbours_of_the_default(shape):
         assert SPACE.violations(config, problem) == [], config
     # the L2 policy the default does not use is always measured
     assert {c["l2_evict"] for c in seeds} - {default["l2_evict"]}
+
+
+@pytest.mark.parametrize("shape", ["217x3840x15360", "300x1024x8192", "500x5120x4096"])
+def test_medium_seeds_pair_two_swapped_tiles_over_all_of_m(shape):
+    # each weight tile loaded once for all of M: a 1x2 pair of swapped tiles spanning M
+    problem = SPACE.parse_problem(shape)
+    M = problem["M"]
+    paired = [c for c in SPACE.seed_configs(problem) if c["swap_ab"] and c["cluster"] == "1x2"
+              and c["blk_n"] < M <= 2 * c["blk_n"] < M + 32]
+    assert len(paired) == 1, SPACE.seed_configs(problem)
+
+
+def test_large_seeds_include_swapped_192_row_tiles():
+    problem = SPACE.parse_problem("3000x20000x2048")
+    assert any(c["swap_ab"] and c["consumers"] == 3 and c["blk_n"] == 192
+               for c in SPACE.seed_configs(problem))
 
 
 @pytest.mark.parametrize("shape, blk_n", [("128x6144x4096", 96), ("96x2560x2560", 64),

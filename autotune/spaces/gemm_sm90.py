@@ -15,7 +15,12 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - wgmma: N = BLK_N in [16, 256], a multiple of 16 (wgmma takes 8; the accumulator fences,
   epilogue chunks and 2x1 multicast halves take 16-column groups);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
-- swap-AB writes D^T through registers: it needs the register epilogue.
+- swap-AB (the weights on the 64-row wgmma side, M on the fine-grained wgmma N, as cuBLAS's
+  kernels run at every shape) at any M, with either epilogue: the TMA-store one stages D^T's
+  tile transposed (stmatrix.trans). Held busy on the H100 (studies/2026-11-24-h100-gemm-s12/):
+  at 3093x21888x2048 the register epilogue made 128x208 swapped tiles 1.20x slower than the
+  TMA one; swapped tiles ran within 1% of unswapped ones of like area there, at
+  2049x16384x5120 and 953x8192x3840.
 - split-K (a cluster of split_k CTAs per tile, reduced through DSMEM): one tile per cluster
   (not persistent), no multicast cluster, the register epilogue; each rank gets >= 1 K tile
   and stores an equal share of whole (col, col+1) accumulator pairs (accumulators a multiple of
@@ -75,7 +80,7 @@ MAX_ACC_REGS_SPLIT_8_TWO_ATOMS = 32
 MAX_BLK_M = 256
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
-# The knobs and their values; `swap_ab` is offered for skinny problems only.
+# The knobs and their values.
 KNOBS: dict[str, tuple] = {
     "wg_m": (64, 128),
     "consumers": (1, 2, 3),
@@ -439,6 +444,12 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                      v(cluster="2x1"), v(wg_m=128, consumers=1), v(persistent=False),
                      v(epilogue="reg"), v(blk_n=256, cluster="2x1"),
                      v(split_k=2, persistent=False, epilogue="reg")] + self._narrow_family(problem)
+            if M <= 2 * 256:
+                # cuBLAS's choice at 217x3840x15360 (nvjet 64x112 in 4x2 clusters): swapped,
+                # M in two tiles of one 1x2 pair, so each weight tile is loaded once for all
+                # of M; held busy 1.07x the study's winner (studies/2026-11-24-h100-gemm-s12/)
+                tries.append(v(swap_ab=True, wg_m=64, consumers=1, blk_n=16 * -(-M // 32),
+                               cluster="1x2", persistent=False, epilogue="reg", split_k=1))
         else:
             tries = [v(stages=3), v(cluster="1x1"), v(cluster="1x2"), v(persistent=False),
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
@@ -448,6 +459,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             # 1.024x the default at 4096x6144x4096 (as fast as cuBLAS); level or slower at
             # 4096x28672x4096, 8192^3 and 4096x4096x14336 (studies/2026-11-24-h100-gemm-s9/)
             tries.append(v(consumers=2, wg_m=128, blk_n=192))
+            # swapped 192x192 tiles (M on the 16-column wgmma N: ragged M wastes fewer rows):
+            # 1.01x the study's winner at 3093x21888x2048 (studies/2026-11-24-h100-gemm-s12/)
+            tries.append(v(swap_ab=True, consumers=3, blk_n=192, cluster="2x1"))
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []

@@ -9,15 +9,16 @@ to the consumers.
 
 Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
 of the operand the pair shares, persistent scheduling with grouped raster order, a
-register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T: the
-weights on the 64-row wgmma side, M on the fine-grained wgmma N, as cuBLAS's kernels run), and split-K: a cluster of `split_k` CTAs each takes a contiguous share of one
-tile's K tiles, parks its f32 partial sums in its own (now idle) ring, and after a cluster
-barrier every CTA reduces and stores 1/split_k of the tile, reading its peers' partials
-through distributed shared memory (no workspace, no second kernel). Stream-K: one persistent
-cluster per SM (pair of SMs) shares out the last waves' K tiles equally; a cluster's CTAs walk
-the same cluster tiles and K tiles in step, so a pair keeps its multicast; partials meet in the
-kernel's scratch buffers in global memory (`scratch_*` parameters, supplied by the launcher). `l2_evict="first"`
-marks the operand loads evict-first in L2.
+register or shared-memory + TMA-store epilogue, swap-AB (compute D^T = B @ A^T: the weights
+on the 64-row wgmma side, M on the fine-grained wgmma N, as cuBLAS's kernels run), and
+split-K: a cluster of `split_k` CTAs each takes a contiguous share of one tile's K tiles,
+parks its f32 partial sums in its own (now idle) ring, and after a cluster barrier every CTA
+reduces and stores 1/split_k of the tile, reading its peers' partials through distributed
+shared memory (no workspace, no second kernel). Stream-K: one persistent cluster per SM (pair
+of SMs) shares out the last waves' K tiles equally; a cluster's CTAs walk the same cluster
+tiles and K tiles in step, so a pair keeps its multicast; partials meet in the kernel's
+scratch buffers in global memory (`scratch_*` parameters, supplied by the launcher).
+`l2_evict="first"` marks the operand loads evict-first in L2.
 
 Tails: TMA zero-fills out-of-bounds loads (ragged M, N, K), the register epilogue guards
 every store, the TMA store clips at the tensor edge.
