@@ -67,6 +67,8 @@ def _config(**kw):
     (dict(split_k=2), "needs cluster='1x1'"),
     (dict(split_k=2), "needs epilogue='reg'"),
     (dict(split_k=2, blk_n=224, persistent=False, epilogue="reg"), "the reduction would spill"),
+    (dict(stream_k=True, swap_ab=True, blk_n=224, stages=2, epilogue="reg"), "fix-up"),
+    (dict(stream_k=True, consumers=3, blk_n=160, stages=2, epilogue="reg"), "fix-up"),
 ])
 def test_illegal_configs_name_the_broken_rule(overrides, reason):
     config = _config(**overrides)

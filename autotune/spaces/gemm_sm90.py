@@ -30,7 +30,8 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - stream-K (one persistent cluster per SM or SM pair; the last waves' K tiles shared out
   equally, partials added by the cluster holding a tile's last K tile; a pair's CTAs walk the
   same tiles in step, keeping their multicast): it needs persistent=True and split_k=1 (one K
-  split at a time).
+  split at a time); beside the register epilogue its fix-up needs registers too: <= 64
+  accumulators with three consumers, <= 104 with two swapped (measured spills).
 
 Not in the space: fp8, and a ping-pong consumer schedule. Ping-pong was tried,
 ran correctly and was 4-19% slower on the H100 suite's large shapes:
@@ -77,6 +78,10 @@ MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96, 8: 64}, 2: {2: 96, 4: 96, 8: 64},
                         3: {2: 96, 4: 96, 8: 96}}
 # ... and two consumers of two m64 atoms each reduce 8 ways only up to 32 (64 spill 8 B).
 MAX_ACC_REGS_SPLIT_8_TWO_ATOMS = 32
+# Measured (ptxas, sm_90a, 4096^3): stream-K's fix-up beside the register epilogue spills from
+# 80 accumulators with three consumers (64 do not; 96 spill 104 B, swapped 1616 B), and swapped
+# from 112 with two (104 do not), by (consumers, swap_ab).
+MAX_ACC_REGS_STREAM_K_REG_EPILOGUE = {(3, False): 64, (3, True): 64, (2, True): 104}
 MAX_BLK_M = 256
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
@@ -218,6 +223,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if cfg.split_k > 1:
             out += self._split_k_violations(cfg, problem)
         if cfg.stream_k:
+            cap = MAX_ACC_REGS_STREAM_K_REG_EPILOGUE.get((cfg.consumers, cfg.swap_ab))
+            if cfg.epilogue == "reg" and cap is not None and acc > cap:
+                out.append(f"{acc} accumulators per thread > {cap} with stream-K's fix-up, the "
+                           f"register epilogue and {cfg.consumers} consumers"
+                           f"{' (swapped)' if cfg.swap_ab else ''}: would spill")
             if not cfg.persistent:
                 out.append("stream_k shares K tiles between persistent CTAs: it needs "
                            "persistent=True")
