@@ -18,6 +18,8 @@
 #   from the committed store (restamped to this template) with first use off, then on (4).
 # study: an 8-trial study of each of those shapes (final rounds: 3); after: compare with its
 #   store (our kernel alone after a study; the study's winner time beside compare's).
+# tests: the GPU tests of dispatch (GEMM, attention), the isolated runner's faults and the GEMM
+#   plugin's conformance kit (its timed check) on this template.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 source scripts/gpu_env.sh
@@ -81,7 +83,15 @@ after)
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
   kill %1
   ;;
-*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap|swaptma|judge0|judge4|study|after" >&2; exit 2 ;;
+tests)
+  timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
+    tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
+  echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
+    -k default_config_validates > $R/conformance.log 2>&1
+  echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
+  ;;
+*) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap|swaptma|judge0|judge4|study|after|tests" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
