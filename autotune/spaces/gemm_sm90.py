@@ -19,8 +19,9 @@ Legality rules (checked before anything compiles; `violations` names each broken
   kernels run at every shape) at any M, with either epilogue: the TMA-store one stages D^T's
   tile transposed (stmatrix.trans). Held busy on the H100 (studies/2026-11-24-h100-gemm-s12/):
   at 3093x21888x2048 the register epilogue made 128x208 swapped tiles 1.20x slower than the
-  TMA one; swapped tiles ran within 1% of unswapped ones of like area there, at
-  2049x16384x5120 and 953x8192x3840.
+  TMA one; swapped tiles ran within 2% of unswapped ones of like area there, at
+  2049x16384x5120 and 953x8192x3840; cuBLAS's 128x88 swapped tiles at 695x2048x10944 (ours
+  128x96) 1.12x slower than the unswapped 64x256 winner.
 - split-K (a cluster of split_k CTAs per tile, reduced through DSMEM): one tile per cluster
   (not persistent), no multicast cluster, the register epilogue; each rank gets >= 1 K tile
   and stores an equal share of whole (col, col+1) accumulator pairs (accumulators a multiple of
