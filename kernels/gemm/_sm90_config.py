@@ -79,18 +79,9 @@ def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     two buffers let a chunk's store overlap the next chunk's shared-memory writes. 256-row
     tiles (two 128-row consumers) take one where two would not fit beside the ring: two each
     are 64 KB at 256x192 and left it 2 stages, too few to feed the tensor cores (H100, held
-    busy at 4096x28672x4096: 0.72 TFLOP/J against 0.96-1.00 for 3-4 stage tiles).
-
-    Swapped, a chunk is rows of M, each one 128-byte swizzle row of N: any multiple of 16 up to
-    64 that tiles BLK_N, and as many buffers as two 64-row ones hold. With two 16-row buffers
-    a 240-wide tile ran 1.5x slower than a 256-wide one (H100, held busy at 2921x1408x6144:
-    each chunk waited on the store of the one two before it)."""
-    if cfg.swap_ab:
-        width = max(w for w in (16, 32, 48, 64) if cfg.blk_n % w == 0)
-        bufs = min(128 // width, cfg.blk_n // width)
-    else:
-        width = next(w for w in (64, 32, 16) if cfg.blk_n % w == 0)
-        bufs = min(2, cfg.blk_n // width)
+    busy at 4096x28672x4096: 0.72 TFLOP/J against 0.96-1.00 for 3-4 stage tiles)."""
+    width = next(w for w in (64, 32, 16) if cfg.blk_n % w == 0)
+    bufs = min(2, cfg.blk_n // width)
     staging = cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
     if cfg.blk_m == 256 and _ring_bytes(cfg) + staging > SMEM_LIMIT:
         bufs = 1
