@@ -7,10 +7,11 @@ import itertools
 import random
 
 import pytest
+from optuna.distributions import CategoricalDistribution
 
 from autotune.spaces.base import IllegalConfig
 from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
-from autotune.spaces.sampling import legal_draws
+from autotune.spaces.sampling import legal_draws, random_config
 from kernels.gemm.sm90 import _tile_coords, accumulator_regs, geometry, smem_bytes
 
 SPACE = GemmSm90Space()
@@ -69,6 +70,10 @@ def _config(**kw):
     (dict(split_k=2, blk_n=224, persistent=False, epilogue="reg"), "the reduction would spill"),
     (dict(stream_k=True, swap_ab=True, blk_n=224, stages=2, epilogue="reg"), "fix-up"),
     (dict(stream_k=True, consumers=3, blk_n=160, stages=2, epilogue="reg"), "fix-up"),
+    (dict(split_k=8, consumers=3, blk_n=192, stages=2, persistent=False, cluster="1x1",
+          epilogue="reg"), "the reduction would spill"),
+    (dict(split_k=4, swap_ab=True, wg_m=128, blk_n=64, stages=3, persistent=False,
+          cluster="1x1", epilogue="reg"), "the reduction would spill"),
 ])
 def test_illegal_configs_name_the_broken_rule(overrides, reason):
     config = _config(**overrides)
@@ -150,6 +155,13 @@ def covering_sample(seed: int = 0, per_shape: int = 7) -> list[tuple]:
             best = max(pool, key=lambda c: len(set(c.items()) & unseen))
             unseen -= set(best.items())
             out.append((problem, best))
+    for knob, value in sorted(unseen, key=str):  # rare values (stages=16): drawn with it pinned
+        pinned = {**SPACE.parameters(problem), knob: CategoricalDistribution([value])}
+        draws = (random_config(pinned, rng) for _ in range(20000))
+        config = next((c for c in draws if not SPACE.violations(c, problem)), None)
+        if config is not None:
+            unseen -= set(config.items())
+            out.append((problem, config))
     assert not unseen, f"the sample misses {sorted(unseen, key=str)}"
     return out
 

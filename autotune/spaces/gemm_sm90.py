@@ -25,8 +25,9 @@ Legality rules (checked before anything compiles; `violations` names each broken
 - split-K (a cluster of split_k CTAs per tile, reduced through DSMEM): one tile per cluster
   (not persistent), no multicast cluster, the register epilogue; each rank gets >= 1 K tile
   and stores an equal share of whole (col, col+1) accumulator pairs (accumulators a multiple of
-  2 x split_k); at most 96 accumulators per thread (160 for one consumer at split 2; 64 at
-  split 8, 32 for two consumers of wg_m=128: measured spills); the f32 partials (consumers x
+  2 x split_k); at most 96 accumulators per thread (160 for one consumer at split 2; 80 for
+  three consumers; 64 at split 8, 32 for two consumers of wg_m=128, and 48 for them swapped
+  at split 4: measured spills); the f32 partials (consumers x
   accumulators x 128 x 4 B) overlay the ring, so they count in shared memory.
 - stream-K (one persistent cluster per SM or SM pair; the last waves' K tiles shared out
   equally, partials added by the cluster holding a tile's last K tile; a pair's CTAs walk the
@@ -74,11 +75,14 @@ MAX_ACC_REGS_TWO_ATOM_TMA_EPILOGUE = 192
 MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
 # Measured (ptxas, sm_90a): split-K's reduction needs registers beside the accumulators; above
 # these (by consumers, then split_k) it spills (e.g. 2 consumers x 112 at split 2: 152 B;
-# at split 8: 1 x 128 accumulators 32 B, 2 x 96 16 B).
+# at split 8: 1 x 128 accumulators 32 B, 2 x 96 16 B; 3 x 96 at split 2, 4, 8: 120, 176,
+# 240 B at 1000x1024x4104, where 3 x 80 at split 8 does not).
 MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96, 8: 64}, 2: {2: 96, 4: 96, 8: 64},
-                        3: {2: 96, 4: 96, 8: 96}}
-# ... and two consumers of two m64 atoms each reduce 8 ways only up to 32 (64 spill 8 B).
+                        3: {2: 80, 4: 80, 8: 80}}
+# ... and two consumers of two m64 atoms each reduce 8 ways only up to 32 (64 spill 8 B), and
+# swapped 4 ways only up to 48 (64 spill 32 B: D^T's stores take more registers).
 MAX_ACC_REGS_SPLIT_8_TWO_ATOMS = 32
+MAX_ACC_REGS_SPLIT_4_TWO_ATOMS_SWAPPED = 48
 # Measured (ptxas, sm_90a, 4096^3): stream-K's fix-up beside the register epilogue spills from
 # 80 accumulators with three consumers (64 do not; 96 spill 104 B, swapped 1616 B), and swapped
 # from 112 with two (104 do not), by (consumers, swap_ab).
@@ -248,6 +252,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         acc, cap = accumulator_regs(cfg), MAX_ACC_REGS_SPLIT_K[cfg.consumers][sk]
         if sk == 8 and cfg.consumers == 2 and cfg.wg_m == 128:
             cap = MAX_ACC_REGS_SPLIT_8_TWO_ATOMS
+        elif sk == 4 and cfg.consumers == 2 and cfg.wg_m == 128 and cfg.swap_ab:
+            cap = MAX_ACC_REGS_SPLIT_4_TWO_ATOMS_SWAPPED
         if acc % (2 * sk):
             out.append(f"{acc} accumulators per thread do not split into {sk} equal shares of "
                        f"whole (col, col+1) pairs: split_k={sk} needs a multiple of {2 * sk}")
