@@ -2,7 +2,7 @@
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
-# attention_bench and decoder_block.
+# attention_bench, decoder_block, study_unseen, after_unseen and gpu_tests.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -75,6 +75,38 @@ decoder_block() {  # $1 report stem, $2 log name, $3 seconds, then examples/llam
   sample_clocks $R/clocks.csv
   timeout $secs python3 examples/llama_block.py "$@" --out $R/$out > $R/$log.log 2>&1
   echo "$log rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/$log.log
+}
+study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial study of each of its shapes (final
+  # rounds: 3) in $SCRATCH/<name>.db (kept: a second call resumes it) -> $R/<name>_study.log,
+  # its store <name>_store.json and every trial <name>_trials.csv
+  local LIST=$(unseen_list $1) DB=sqlite:///$SCRATCH/$2.db
+  sample_clocks $R/clocks.csv
+  timeout 540 autotune tune gemm_sm90 --shapes $LIST --trials 8 --gpus 0 --compile-workers 15 \
+    --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/$2_study.log
+  echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/$2_study.log
+  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/$2_store.json
+  trials_csv $DB $R/$2_trials.csv
+  kill %1
+}
+after_unseen() {  # $1: an unseen list, $2: the study's name: compare with its store (carried in as
+  # <name>_store.json on a fresh machine, else the study step's): our kernel alone after a
+  # study, and the study's winner time beside compare's
+  local LIST=$(unseen_list $1)
+  cp $2_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/$2_store.json $R/
+  sample_clocks $R/clocks.csv
+  timeout 560 autotune compare gemm --store $R/$2_store.json --shapes $LIST --subset "M<=256" \
+    --subset "M>1024" --out $R/after > $R/after.log 2>&1
+  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
+  kill %1
+}
+gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
+  # the GEMM plugin's conformance kit, its timed check
+  timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
+    tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
+  echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
+    -k default_config_validates > $R/conformance.log 2>&1
+  echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
 }
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage

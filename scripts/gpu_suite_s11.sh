@@ -44,26 +44,10 @@ judge0|judge4)
   judge_unseen studies/unseen_gemm_2026-11-24-s11.md s11 ${1#judge} 420
   ;;
 study)
-  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s11.md)
-  DB=sqlite:///$SCRATCH/s11.db  # kept: a second call resumes the study
-  sample_clocks $R/clocks.csv
-  timeout 540 autotune tune gemm_sm90 --shapes $LIST --trials 8 --gpus 0 --compile-workers 15 \
-    --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/s11_study.log
-  echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/s11_study.log
-  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/s11_store.json
-  trials_csv $DB $R/s11_trials.csv
-  cp $SCRATCH/s11.db $OUT/ 2>/dev/null
-  kill %1
+  study_unseen studies/unseen_gemm_2026-11-24-s11.md s11
   ;;
 after)
-  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s11.md)
-  # the study's store: from the study call, or carried in (a fresh machine)
-  cp s11_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/s11_store.json $R/
-  sample_clocks $R/clocks.csv
-  timeout 560 autotune compare gemm --store $R/s11_store.json --shapes $LIST --subset "M<=256" \
-    --subset "M>1024" --out $R/after > $R/after.log 2>&1
-  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
-  kill %1
+  after_unseen studies/unseen_gemm_2026-11-24-s11.md s11
   ;;
 block)
   decoder_block llama_block_prefill block_prefill 560 --decode --prefill 512 2048 4096 --rounds 5
@@ -75,12 +59,7 @@ attn)
   attention_bench 420
   ;;
 tests)
-  timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
-    tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
-  echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
-    -k default_config_validates > $R/conformance.log 2>&1
-  echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
+  gpu_tests
   ;;
 splitk)
   for spec in '217x3840x15360 {"split_k": 2, "epilogue": "reg"} {"split_k": 4, "epilogue": "reg"} {"stream_k": true, "persistent": true}' \

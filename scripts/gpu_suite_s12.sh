@@ -64,32 +64,13 @@ judge0|judge4)
   judge_unseen studies/unseen_gemm_2026-11-24-s12.md s12 ${1#judge} 420
   ;;
 study)
-  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s12.md)
-  DB=sqlite:///$SCRATCH/s12.db  # kept: a second call resumes the study
-  sample_clocks $R/clocks.csv
-  timeout 540 autotune tune gemm_sm90 --shapes $LIST --trials 8 --gpus 0 --compile-workers 15 \
-    --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/s12_study.log
-  echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/s12_study.log
-  python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/s12_store.json
-  trials_csv $DB $R/s12_trials.csv
-  kill %1
+  study_unseen studies/unseen_gemm_2026-11-24-s12.md s12
   ;;
 after)
-  LIST=$(unseen_list studies/unseen_gemm_2026-11-24-s12.md)
-  cp s12_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/s12_store.json $R/
-  sample_clocks $R/clocks.csv
-  timeout 560 autotune compare gemm --store $R/s12_store.json --shapes $LIST --subset "M<=256" \
-    --subset "M>1024" --out $R/after > $R/after.log 2>&1
-  echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
-  kill %1
+  after_unseen studies/unseen_gemm_2026-11-24-s12.md s12
   ;;
 tests)
-  timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
-    tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
-  echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
-    -k default_config_validates > $R/conformance.log 2>&1
-  echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
+  gpu_tests
   ;;
 *) echo "usage: gpu_suite_s12.sh stage|site|vendor|suite|swap|swaptma|judge0|judge4|study|after|tests" >&2; exit 2 ;;
 esac
