@@ -83,9 +83,9 @@ MAX_ACC_REGS_SPLIT_K = {1: {2: 160, 4: 96, 8: 64}, 2: {2: 96, 4: 96, 8: 64},
 # swapped 4 ways only up to 48 (64 spill 32 B: D^T's stores take more registers).
 MAX_ACC_REGS_SPLIT_8_TWO_ATOMS = 32
 MAX_ACC_REGS_SPLIT_4_TWO_ATOMS_SWAPPED = 48
-# Measured (ptxas, sm_90a, 4096^3): stream-K's fix-up beside the register epilogue spills from
-# 80 accumulators with three consumers (64 do not; 96 spill 104 B, swapped 1616 B), and swapped
-# from 112 with two (104 do not), by (consumers, swap_ab).
+# Measured (ptxas, sm_90a, 4096^3): stream-K's fix-up beside the register epilogue spills with
+# three consumers (swapped: 80 accumulators 808 B, 96 1616 B, 64 none; unswapped: 96 104 B)
+# and with two swapped from 112 (104 do not), by (consumers, swap_ab).
 MAX_ACC_REGS_STREAM_K_REG_EPILOGUE = {(3, False): 64, (3, True): 64, (2, True): 104}
 MAX_BLK_M = 256
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
@@ -476,8 +476,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             # 1.024x the default at 4096x6144x4096 (as fast as cuBLAS); level or slower at
             # 4096x28672x4096, 8192^3 and 4096x4096x14336 (studies/2026-11-24-h100-gemm-s9/)
             tries.append(v(consumers=2, wg_m=128, blk_n=192))
-            # swapped 192x192 tiles (M on the 16-column wgmma N: ragged M wastes fewer rows):
-            # 1.01x the study's winner at 3093x21888x2048 (studies/2026-11-24-h100-gemm-s12/)
+            # swapped 192x192 tiles: held busy 1.01x the s11 study's winner at 3093x21888x2048;
+            # won session 12's study at 5164x4608x18432, 1.06x the default
+            # (studies/2026-11-24-h100-gemm-s12/)
             tries.append(v(swap_ab=True, consumers=3, blk_n=192, cluster="2x1"))
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
