@@ -2,7 +2,7 @@
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
-# attention_bench, decoder_block, study_unseen, after_unseen and gpu_tests.
+# attention_bench, decoder_block, study_unseen, after_unseen, unseen_step and gpu_tests.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -98,6 +98,14 @@ after_unseen() {  # $1: an unseen list, $2: the study's name: compare with its s
     --subset "M>1024" --out $R/after > $R/after.log 2>&1
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
   kill %1
+}
+unseen_step() {  # $1 a step (judge0, judge4, study, after), $2 an unseen list, $3 a name: the
+  # judgement of an unseen list, from the committed store $STORE
+  case $1 in
+  judge*) sha256sum $STORE | tee $R/store.sha256; judge_unseen $2 $3 ${1#judge} 420 ;;
+  study) study_unseen $2 $3 ;;
+  after) after_unseen $2 $3 ;;
+  esac
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
   # the GEMM plugin's conformance kit, its timed check

@@ -38,16 +38,9 @@ steady)
   timeout 420 python3 scripts/steady_probe.py $STORE $R/steady.csv $SHAPES 2>&1 | tail -40
   kill %1
   ;;
-judge0|judge4)
+judge0|judge4|study|after)
   STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
-  sha256sum $STORE | tee $R/store.sha256
-  judge_unseen studies/unseen_gemm_2026-11-24-s11.md s11 ${1#judge} 420
-  ;;
-study)
-  study_unseen studies/unseen_gemm_2026-11-24-s11.md s11
-  ;;
-after)
-  after_unseen studies/unseen_gemm_2026-11-24-s11.md s11
+  unseen_step $1 studies/unseen_gemm_2026-11-24-s11.md s11
   ;;
 block)
   decoder_block llama_block_prefill block_prefill 560 --decode --prefill 512 2048 4096 --rounds 5

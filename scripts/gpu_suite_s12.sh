@@ -59,15 +59,8 @@ swap|swaptma)
     timeout 100 python3 scripts/power.py $shape $R/swap_$shape.csv "${VARIANTS[@]}" 2>&1 | tail -7 | cut -c1-220
   done < swap_variants.txt
   ;;
-judge0|judge4)
-  sha256sum $STORE | tee $R/store.sha256
-  judge_unseen studies/unseen_gemm_2026-11-24-s12.md s12 ${1#judge} 420
-  ;;
-study)
-  study_unseen studies/unseen_gemm_2026-11-24-s12.md s12
-  ;;
-after)
-  after_unseen studies/unseen_gemm_2026-11-24-s12.md s12
+judge0|judge4|study|after)
+  unseen_step $1 studies/unseen_gemm_2026-11-24-s12.md s12
   ;;
 tests)
   gpu_tests

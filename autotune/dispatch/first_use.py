@@ -37,7 +37,7 @@ from ..runner.base import PROTOCOL
 from ..runner.protocol import ROUNDS
 from ..spaces.base import Config, Problem, SearchSpace
 from ..store import ConfigStore, Gpu, StoreMismatchWarning, expected_header, mismatches
-from ..store.compat import device_slug
+from ..store.compat import IDENTITY_FIELDS, device_slug
 from ..store.format import CorruptStoreError, Entry, Header, config_id
 from .rules import NOISE, Selector
 
@@ -134,9 +134,8 @@ class FirstUse:
             warnings.warn(f"{exc}: first-use results ignored (rewritten on the next)",
                           StoreMismatchWarning, stacklevel=4)
             return None
-        reasons = mismatches(store.header, self.header)
-        if store.header.timer != self.header.timer:  # its times were taken another way
-            reasons.append(f"timer is {store.header.timer!r}, here {self.header.timer!r}")
+        # times taken under another timer would join a file of this one's: refused too
+        reasons = mismatches(store.header, self.header, IDENTITY_FIELDS + ("timer",))
         if reasons:
             warnings.warn(f"first-use store {self.path} refused ({'; '.join(reasons)}): its "
                           "shapes are timed again", StoreMismatchWarning, stacklevel=4)

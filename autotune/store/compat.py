@@ -87,10 +87,10 @@ def expected_header(space, gpu: Gpu, tvm_version: str = "") -> Header:
                   template=template_hash(space), driver=gpu.driver, cuda=gpu.cuda, tvm=tvm_version)
 
 
-def mismatches(found: Header, expected: Header) -> list[str]:
-    """Why `found` cannot be used where `expected` holds; [] when it can."""
+def mismatches(found: Header, expected: Header, fields=IDENTITY_FIELDS) -> list[str]:
+    """Why `found` cannot be used where `expected` holds (judged on `fields`); [] when it can."""
     return [f"{field} is {getattr(found, field)!r}, here {getattr(expected, field)!r}"
-            for field in IDENTITY_FIELDS if getattr(found, field) != getattr(expected, field)]
+            for field in fields if getattr(found, field) != getattr(expected, field)]
 
 
 def device_slug(device: str) -> str:
