@@ -1,12 +1,14 @@
 """Profile our sm90 GEMM against cuBLAS on one shape with Nsight Compute: where the gap is
 (DRAM and L2 traffic, issue stalls, occupancy), not only how big it is.
 
-    python scripts/ncu_gemm.py build .gpu/ncu 512x6144x4096 [--store FILE]   # here (TVM)
+    python scripts/ncu_gemm.py build .gpu/ncu 512x6144x4096 [--store FILE] \
+        [--config TAG='{"blk_n": 240}' ...]                                   # here (TVM)
     bash scripts/ncu_gemm.sh .gpu/ncu 512x6144x4096                           # GPU machine
     python scripts/ncu_gemm.py run .gpu/ncu 512x6144x4096                     # what ncu runs
     python scripts/ncu_gemm.py flushes .gpu/ncu 512x6144x4096                 # GPU machine
 
-`build` compiles the shape's default config and, with a store, its tuned one. `run` launches
+`build` compiles the shape's default config, with a store its tuned one, and each `--config`
+(JSON overrides of the default, under its tag). `run` launches
 each once and torch.matmul once, on fresh inputs (ncu flushes caches and fixes clocks per
 profiled kernel, so each is measured cold, like the benchmark's do_bench). `flushes` times the
 same kernels at the GPU's own clocks under four ways of making L2 cold, to tell a kernel's
@@ -29,11 +31,14 @@ from autotune.spaces.gemm_sm90 import GemmSm90Space  # noqa: E402
 SPACE = GemmSm90Space()
 
 
-def build(out: Path, shape: str, store: Path | None) -> None:
+def build(out: Path, shape: str, store: Path | None, extra: list[str]) -> None:
     import tirx
 
     problem = SPACE.parse_problem(shape)
     configs = {"default": SPACE.default_config(problem)}
+    for tagged in extra:
+        tag, overrides = tagged.split("=", 1)
+        configs[tag] = {**configs["default"], **json.loads(overrides)}
     if store:
         from autotune.store import ConfigStore
 
@@ -115,9 +120,10 @@ def main() -> None:
     ap.add_argument("dir", type=Path)
     ap.add_argument("shape")
     ap.add_argument("--store", type=Path)
+    ap.add_argument("--config", action="append", default=[], metavar="TAG=JSON")
     args = ap.parse_args()
     if args.cmd == "build":
-        build(args.dir, args.shape, args.store)
+        build(args.dir, args.shape, args.store, args.config)
     elif args.cmd == "run":
         run(args.dir, args.shape)
     else:
