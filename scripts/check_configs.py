@@ -1,6 +1,8 @@
 """Build configs for shapes (in parallel processes) and check each once on the GPU against the
 reference with its outputs poisoned, before an experiment times them (scripts/power.py times,
-it does not validate).
+it does not validate). With $AUTOTUNE_ARTIFACTS set, the builds go into that artifact index:
+`--build-only` fills it here (TVM, no GPU) for a GPU machine without TVM, which then checks
+(and scripts/power.py times) the prebuilt kernels.
 
     python3 scripts/check_configs.py [--kernel gemm] --procs 15 \
         --shapes 4096x4096x4096 ... --configs '{"consumers": 2, "wg_m": 128, "blk_n": 192}' ...
@@ -9,11 +11,25 @@ it does not validate).
 import argparse
 import json
 import multiprocessing as mp
+import os
 from concurrent.futures import ProcessPoolExecutor
 
 from autotune.dispatch import load
-from autotune.dispatch.prebuild import compile_into_cache
+from autotune.dispatch.artifacts import ArtifactIndex
+from autotune.dispatch.load import build_with_tirx, resolve_space, tvm_available
 from autotune.runner.validate import wrong_result
+
+
+def compile_job(job) -> str:
+    """Compile (space, problem, compile config) into $AUTOTUNE_ARTIFACTS' index, else tirx's
+    disk cache; "" or what failed."""
+    space, problem, config = job
+    index = os.environ.get("AUTOTUNE_ARTIFACTS")
+    try:
+        build_with_tirx(space, problem, config, ArtifactIndex(index) if index else None)
+        return ""
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
 def main() -> int:
@@ -22,9 +38,12 @@ def main() -> int:
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--shapes", nargs="+", required=True)
     parser.add_argument("--configs", nargs="+", required=True, help="JSON overrides of the default")
+    parser.add_argument("--build-only", action="store_true",
+                        help="compile into $AUTOTUNE_ARTIFACTS for --arch, check nothing (no GPU)")
+    parser.add_argument("--arch", default="sm_90a", help="with --build-only: the GPU's arch")
     args = parser.parse_args()
-    op = load(args.kernel)
-    space = op.space
+    op = None if args.build_only else load(args.kernel)
+    space = resolve_space(args.kernel, args.arch) if args.build_only else op.space
     jobs, failed = [], 0
     for shape in args.shapes:
         problem = space.parse_problem(shape)
@@ -36,16 +55,20 @@ def main() -> int:
                 failed += 1
                 continue
             jobs.append(((space, problem, space.compile_config(config)), config))
-    with ProcessPoolExecutor(args.procs, mp_context=mp.get_context("spawn")) as pool:
-        errors = list(pool.map(compile_into_cache, [job for job, _ in jobs]))
+    if tvm_available():
+        with ProcessPoolExecutor(args.procs, mp_context=mp.get_context("spawn")) as pool:
+            errors = list(pool.map(compile_job, [job for job, _ in jobs]))
+    else:  # prebuilt: $AUTOTUNE_ARTIFACTS holds them, or provider.get says it cannot build
+        errors = [""] * len(jobs)
     for ((_, problem, _), config), error in zip(jobs, errors):
         tag = f"{problem.key} {json.dumps(config, sort_keys=True)}"
-        if not error:
+        if not error and not args.build_only:
             inputs = space.make_inputs(problem, seed=1, device="cuda")
             kernel = op.provider.get(problem, config)
-            error = wrong_result(lambda: kernel(*inputs), space, problem, inputs)
+            error = ("not prebuilt in $AUTOTUNE_ARTIFACTS" if kernel is None else
+                     wrong_result(lambda: kernel(*inputs), space, problem, inputs))
         failed += bool(error)
-        print(f"{tag}: {error or 'ok'}", flush=True)
+        print(f"{tag}: {error or ('built' if args.build_only else 'ok')}", flush=True)
     return 1 if failed else 0
 
 
