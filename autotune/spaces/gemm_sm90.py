@@ -135,13 +135,16 @@ MANY_WAVE_MIN_GAIN = 0.05
 # area by >= 9% they won (1500x3072x4096 1.08x, 1100x45056x8192 1.14x, 1100x55296x5120
 # 1.13x unseen); at 6% they tied or lost (1800x4096x11008 0.99x, 1800x4096x13696 0.98x).
 ROWS_192_BLK_N = (192, 160)
-# An odd count of 192-row tile rows pairs along N (1x2) where the tile columns are even: 2x1
-# pairs run one more tile row. At 1300x43008x14336 (7 rows), held busy: 192x192 in 1x2 pairs
-# 2.31 ms, in 2x1 2.60, the 128x256 default 2.67, cuBLAS (its own 192x192) 2.25. Not for
-# 128-row tiles: with odd tile rows, 128x256 in 1x2 pairs ran 1.25x and 1.65x slower than in
-# 2x1 at 1300x43008x14336 and 3100x8192x22016, 1.04x faster at 1100x45056x8192, level at
-# 4100x2560x5120: a pair multicasts the operand it shares, so a CTA of a 1x2 pair loads 64 + 256
-# rows a K step against 128 + 128 (studies/2026-11-24-h100-gemm-s9/orient, l2rows).
+# Large shapes run without a cluster. Held busy on the H100, the same tiles alone against in a
+# pair (studies/2026-11-24-h100-gemm-s13/power): 2921x1408x6144 0.0753 ms vs 0.0789 (2x1),
+# 5966x1600x6400 0.1948 vs 0.1976, 5388x5632x4608 0.3998 vs 0.4080, 1293x3072x15360 0.1752
+# vs 0.1813 (1x2), 5164x4608x18432 1.218 vs 1.219. Nsight Compute at 2921x1408x6144 (.../ncu):
+# a pair's consumers spend ~40% of their stall samples waiting for a full ring stage (alone,
+# for their own wgmmas), and its SMs sit idle ~20% of the kernel. cuBLAS's 1x2 pairs do not
+# starve there: our multicast pipeline is what needs work. Pairs stay in the seeds; which
+# orientation mattered (1300x43008x14336, 192x192: 1x2 2.31 ms, 2x1 2.60; 128x256 in 1x2 1.25x
+# and 1.65x slower than 2x1 there and at 3100x8192x22016; studies/2026-11-24-h100-gemm-s9/).
+LARGE_CLUSTER = "1x1"
 ROWS_192_WIDEST_WITHIN = 0.03
 ROWS_192_MIN_GAIN = 0.08
 
@@ -302,13 +305,12 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           2048x512x4096 13.8 against 42.8); under 48 such tiles, K split until >= 48 CTAs
           (128x1024x4096: 9.2 us against 10.8).
         - large: 128x256 tiles (two 64-row consumers, 128 accumulators each, the widest that
-          fits the register budget), 2x1 cluster multicasting B, persistent, group 8 for L2
+          fits the register budget), no cluster (LARGE_CLUSTER), persistent, group 8 for L2
           reuse, TMA-store epilogue; 4 stages fit beside its two 64-column staging buffers
           (4096^3: 744 vs 721 TFLOP/s with 3 stages). When 256-wide tiles take at most two
           waves, the width of 256..128 with the fewest waves x BLK_N (4096x640x2048: 128
           tiles of 128x160 in one wave, 17.8 us against 24.1 with 96 of 128x256). 192-row
-          tiles (three consumers) where they clearly cut waves x area (ROWS_192_*), paired
-          along N (1x2) where their tile rows are odd: a 2x1 pair would run one more row.
+          tiles (three consumers) where they clearly cut waves x area (ROWS_192_*).
         - never stream-K (the knob): a rule that took it where the wave model promised >= 10%
           (idle last waves, >= 32 K tiles) was 1.2-2.5x slower than the tiled configs on all 9
           shapes it served on the H100 (600x5120x13824 0.336 ms vs 0.135, 512x4096x4096 0.050 vs
@@ -350,19 +352,21 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         return self._narrow_tiles(problem)
 
     def _large(self, problem: Problem) -> Config:
-        """128-row tiles of two consumers in 2x1 clusters, persistent. BLK_N 256, unless those
+        """128-row tiles of two consumers, no cluster, persistent. BLK_N 256, unless those
         tiles take at most two waves of the SMs: then the LARGE_BLK_N width with the fewest
         waves x BLK_N (a wave's time grows with its tiles' width), the widest on a tie
         (4096x640: 96 tiles of 256 columns, 5/6 of them inside N, in one wave; 128 of 160).
         With more waves, a MANY_WAVE_BLK_N width where it cuts waves x BLK_N by >= 5%: a last
         wave that leaves most SMs idle (3300x3072: 3 waves of 256, 1/4 of the last busy; 3 of
         224, all busy nearly). Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
-        last of 7 waves (studies/2026-11-23-h100-gemm-s5/)."""
+        last of 7 waves (studies/2026-11-23-h100-gemm-s5/).
+
+        No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.09x slower than the same
+        tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
         M, N = problem["M"], problem["N"]
 
         def waves(blk_m, n):
-            rows = 2 * -(-M // (2 * blk_m))  # tile rows, in pairs for the cluster
-            return -(-rows * -(-N // n) // H100_SMS)
+            return _waves(-(-M // blk_m) * -(-N // n))
 
         blk_n = 256
         if waves(128, 256) <= 2:
@@ -372,25 +376,13 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if waves(128, best) * best <= (1 - MANY_WAVE_MIN_GAIN) * waves(128, 256) * 256:
                 blk_n = best
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
-                                cluster="2x1")
+                                cluster=LARGE_CLUSTER)
         config = config if blk_n == 256 else self._deepest(problem, config)
-
-        def pair_192(n):  # the cluster pair of 192-row tiles and the tiles it runs
-            rows, cols = -(-M // 192), -(-N // n)
-            if rows % 2 and not cols % 2:
-                return "1x2", rows * cols
-            return "2x1", 2 * -(-rows // 2) * cols
-
-        def area(blk_m, n):  # the SM time the tiles take, in tile areas x waves
-            w = _waves(pair_192(n)[1]) if blk_m == 192 else waves(blk_m, n)
-            return w * blk_m * n
-
-        fewest = min(area(192, n) for n in ROWS_192_BLK_N)
+        fewest = min(waves(192, n) * n for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
-                   if area(192, n) <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
-        if area(192, wide) <= (1 - ROWS_192_MIN_GAIN) * area(128, blk_n):
-            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
-                                           "cluster": pair_192(wide)[0]})
+                   if waves(192, n) * n <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
+        if waves(192, wide) * 192 * wide <= (1 - ROWS_192_MIN_GAIN) * waves(128, blk_n) * 128 * blk_n:
+            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide})
         return config
 
     def _narrow_tiles(self, problem: Problem) -> Config:
@@ -468,7 +460,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 tries.append(v(swap_ab=True, wg_m=64, consumers=1, blk_n=16 * -(-M // 32),
                                cluster="1x2", persistent=False, epilogue="reg", split_k=1))
         else:
-            tries = [v(stages=3), v(cluster="1x1"), v(cluster="1x2"), v(persistent=False),
+            tries = [v(stages=3), v(cluster="2x1"), v(cluster="1x2"), v(persistent=False),
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
                      v(epilogue="reg"), v(consumers=2, blk_n=256)]
             tries += [v(consumers=3, blk_n=n) for n in ROWS_192_BLK_N]
@@ -478,8 +470,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             tries.append(v(consumers=2, wg_m=128, blk_n=192))
             # swapped 192x192 tiles: held busy 1.01x the s11 study's winner at 3093x21888x2048;
             # won session 12's study at 5164x4608x18432, 1.06x the default
-            # (studies/2026-11-24-h100-gemm-s12/)
-            tries.append(v(swap_ab=True, consumers=3, blk_n=192, cluster="2x1"))
+            # (studies/2026-11-24-h100-gemm-s12/; alone as fast as in 2x1 pairs, s13)
+            tries.append(v(swap_ab=True, consumers=3, blk_n=192))
+            # swapped 128x256 tiles (cuBLAS's 128x248 shape): 1.088x the s12 study's winner
+            # at 2921x1408x6144, 0.969x cuBLAS, held busy (studies/2026-11-24-h100-gemm-s13/)
+            tries.append(v(swap_ab=True, consumers=2, blk_n=256))
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []
