@@ -361,7 +361,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         224, all busy nearly). Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
         last of 7 waves (studies/2026-11-23-h100-gemm-s5/).
 
-        No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.09x slower than the same
+        No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.05x slower than the same
         tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
         M, N = problem["M"], problem["N"]
 
@@ -381,7 +381,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         fewest = min(waves(192, n) * n for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
                    if waves(192, n) * n <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
-        if waves(192, wide) * 192 * wide <= (1 - ROWS_192_MIN_GAIN) * waves(128, blk_n) * 128 * blk_n:
+        cut = 1 - ROWS_192_MIN_GAIN
+        if waves(192, wide) * 192 * wide <= cut * waves(128, blk_n) * 128 * blk_n:
             return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide})
         return config
 
