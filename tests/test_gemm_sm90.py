@@ -61,6 +61,10 @@ def _config(**kw):
     (dict(wg_m=128, consumers=2, blk_n=96, stages=3, epilogue="reg"), "register epilogue"),
     (dict(stages=9), "stages=9 is not one of"),
     (dict(blk_n=264), "blk_n=264 is not one of"),
+    (dict(blk_n=400), "blk_n=400 is not one of"),
+    (dict(blk_n=384, stages=4), "shared memory"),
+    (dict(consumers=3, blk_n=288, stages=2), "accumulator registers"),
+    (dict(wg_m=128, consumers=1, blk_n=288, stages=2), "accumulator registers"),
     (dict(cluster="2x2"), "cluster='2x2' is not one of"),
     (dict(split_k=3), "split_k=3 is not one of"),
     (dict(unknown=2), "unknown knobs"),
@@ -215,6 +219,32 @@ def test_swapped_tma_epilogue_compiles_without_spills(shape, overrides, tmp_path
 def test_larger_legal_sample_compiles_without_spills(seed, tmp_path):
     for problem, config in covering_sample(seed=100 + seed, per_shape=8):
         _compile_and_check(problem, config, tmp_path)
+
+
+@pytest.mark.parametrize("shape, overrides, wgmma", [
+    # cuBLAS's tile at this shape: two wgmmas of 152 per atom, 16-column epilogue chunks
+    ("5966x1600x6400", dict(swap_ab=True, blk_n=304, stages=4), "m64n152k16"),
+    # the widest, with the register epilogue, multicast halves of 192 rows in a 2x1 pair
+    ("3164x1536x6144", dict(blk_n=384, stages=3, epilogue="reg", cluster="2x1"), "m64n192k16"),
+])
+def test_tiles_wider_than_256_issue_two_wgmmas_per_atom(shape, overrides, wgmma, tmp_path):
+    problem = SPACE.parse_problem(shape)
+    config = {**SPACE.default_config(problem), "wg_m": 64, "consumers": 2, **overrides}
+    assert SPACE.violations(config, problem) == []
+    _compile_and_check(problem, config, tmp_path)
+    import tirx
+
+    source = tirx.build(SPACE.build(config, problem), SPACE.arch, cache_dir=tmp_path).source
+    assert wgmma in source and "m64n256k16" not in source
+
+
+def test_seeds_offer_wide_tiles_where_they_take_fewer_waves_x_width():
+    wide = [(c["swap_ab"], c["blk_n"]) for c in
+            SPACE.seed_configs(SPACE.parse_problem("5966x1600x6400")) if c["blk_n"] > 256]
+    # swapped: 13 x 20 = 260 tiles of 128x304 in 2 waves (cuBLAS's); 128x256 take 3
+    assert wide == [(False, 320), (True, 304)]
+    assert not [c for c in SPACE.seed_configs(SPACE.parse_problem("4096x4096x4096"))
+                if c["blk_n"] > 256]
 
 
 def test_illegal_config_is_refused_before_compiling(monkeypatch):

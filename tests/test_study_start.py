@@ -1,8 +1,9 @@
 """How a study starts: the space's seed configs right after its default, once per study; a
-resumed study keeps the timer it was measured with."""
+resumed study keeps the timer it was measured with and the knob values it drew from."""
 
 from __future__ import annotations
 
+import optuna
 import pytest
 
 from autotune.errors import UserError
@@ -56,6 +57,22 @@ def test_a_study_is_not_resumed_with_another_timer(tmp_path):
     with pytest.raises(UserError, match="timed with the 'graph-window' timer, these times come from "
                                         "'rotate'"):
         _tune(storage, trials=6, timer="rotate")
+    assert _tune(storage, trials=6).finished == 6
+
+
+def test_a_study_is_not_resumed_over_a_changed_space(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path}/s.db")
+    _tune(storage, trials=3)
+
+    class Wider(SeededSpace):
+        def parameters(self, problem):
+            return {**super().parameters(problem),
+                    "block_n": optuna.distributions.CategoricalDistribution([16, 32, 64, 128, 256])}
+
+    runner = replay(RecordedTable.from_frame(SPACE.recorded_frame(PROBLEM)), 1, 0.0)
+    with pytest.raises(UserError, match=r"knob 'block_n' from \[16, 32, 64, 128\]; the space now "
+                                        r"offers \[16, 32, 64, 128, 256\]"):
+        tune_problem(Wider(), PROBLEM, runner, storage=storage, trials=6, retime_best=False)
     assert _tune(storage, trials=6).finished == 6
 
 

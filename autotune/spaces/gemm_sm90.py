@@ -6,14 +6,15 @@ Legality rules (checked before anything compiles; `violations` names each broken
   consumers x 2 buffers (1 for 256-row tiles where 2 do not fit) x wg_m x one swizzle row
   of 64/32/16 columns x 2 B) <= 232448 B;
 - rows: BLK_M = consumers x wg_m <= 256 (a TMA box spans at most 256 rows);
-- registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2). One wgmma's BLK_N/2
+- registers: f32 accumulators per consumer thread (wg_m/64 * BLK_N/2). One wgmma's
   accumulators must fit the entry register cap 65536/threads (three consumers: 512 threads,
   128 registers, so <= 96); the consumer's whole set fits what setmaxnreg gives it: <= 192
-  with one consumer (240 registers), and with two (232) <= 192 for two m64 atoms and the
-  TMA-store epilogue, else <= 128; <= 64 for two atoms with the register epilogue (measured:
-  more spills);
-- wgmma: N = BLK_N in [16, 256], a multiple of 16 (wgmma takes 8; the accumulator fences,
-  epilogue chunks and 2x1 multicast halves take 16-column groups);
+  with one consumer (240 registers) or two (232); <= 64 for two m64 atoms with the register
+  epilogue (measured: more spills);
+- wgmma: BLK_N in [16, 384], a multiple of 16 (wgmma takes 8; the accumulator fences,
+  epilogue chunks and 2x1 multicast halves take 16-column groups); past 256 (wgmma's widest N
+  and a TMA box's most rows) a consumer issues two wgmmas of BLK_N/2 per m64 atom and the
+  operand loads in two boxes (cuBLAS's 128x304 tiles at 5966x1600x6400, H100);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
 - swap-AB (the weights on the 64-row wgmma side, M on the fine-grained wgmma N, as cuBLAS's
   kernels run at every shape) at any M, with either epilogue: the TMA-store one stages D^T's
@@ -65,11 +66,11 @@ from .base import CategoricalKnobs, Config, Problem, SearchSpace
 # ptxas compiles each wgmma under the launch cap (65536/threads) and the code after setmaxnreg
 # under its count: with three consumers (128 registers) one m64n208 wgmma's 104 accumulators
 # need 138 (C7602), 96 compile without spills.
-MAX_ACC_REGS = {1: 192, 2: 128, 3: 96}
-# Measured (ptxas, sm_90a, 4096^3): two consumers of two m64 atoms with the TMA-store epilogue
-# hold 192 accumulators (256x192 tiles, stream-K's too) in setmaxnreg's 232 registers without
-# spills; 208 spill 7200 B (the register epilogue spills from 160).
-MAX_ACC_REGS_TWO_ATOM_TMA_EPILOGUE = 192
+# Measured (ptxas, sm_90a): two consumers hold 192 accumulators in setmaxnreg's 232 registers
+# without spills, in two m64 atoms with the TMA-store epilogue (256x192 tiles, stream-K's too;
+# 208 spill 7200 B at 4096^3) and in one atom as two wgmmas of 96 columns, with either
+# epilogue, swapped or not, in pairs or stream-K (128x384, 3164x1536x6144).
+MAX_ACC_REGS = {1: 192, 2: 192, 3: 96}
 # Measured (ptxas, sm_90a): wg_m=128 x2 consumers with the register epilogue spills from 96
 # accumulators on (the TMA-store epilogue and wg_m=64 do not, up to 128).
 MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE = 64
@@ -88,13 +89,14 @@ MAX_ACC_REGS_SPLIT_4_TWO_ATOMS_SWAPPED = 48
 # and with two swapped from 112 (104 do not), by (consumers, swap_ab).
 MAX_ACC_REGS_STREAM_K_REG_EPILOGUE = {(3, False): 64, (3, True): 64, (2, True): 104}
 MAX_BLK_M = 256
+MAX_BLK_N = 384  # two wgmmas of 192: 192 accumulators, the most two consumers hold
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
 # The knobs and their values.
 KNOBS: dict[str, tuple] = {
     "wg_m": (64, 128),
     "consumers": (1, 2, 3),
-    "blk_n": tuple(range(16, 257, 16)),
+    "blk_n": tuple(range(16, MAX_BLK_N + 1, 16)),
     "blk_k": (64, 128),
     "stages": (2, 3, 4, 5, 6, 7, 8, 10, 12, 16),
     "cluster": tuple(CLUSTERS),
@@ -214,8 +216,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             out.append(f"BLK_M={cfg.blk_m} ({cfg.consumers} consumers x wg_m={cfg.wg_m}) > "
                        f"{MAX_BLK_M}: a TMA box spans at most {MAX_BLK_M} rows")
         acc, cap = accumulator_regs(cfg), MAX_ACC_REGS[cfg.consumers]
-        if cfg.consumers == 2 and cfg.wg_m == 128 and cfg.epilogue == "tma":
-            cap = MAX_ACC_REGS_TWO_ATOM_TMA_EPILOGUE
         if acc > cap:
             out.append(f"{acc} accumulator registers per thread > {cap} with "
                        f"{cfg.consumers} consumer warpgroup(s): would spill")
@@ -224,10 +224,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             out.append(f"{acc} accumulators in two m64 atoms per thread with the register "
                        f"epilogue > {MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE} under the 168-register "
                        "cap of 384 threads: would spill (its per-atom store addressing)")
-        if not (16 <= cfg.blk_n <= 256 and cfg.blk_n % 16 == 0):
+        if not (16 <= cfg.blk_n <= MAX_BLK_N and cfg.blk_n % 16 == 0):
             # wgmma takes multiples of 8; the template's accumulator fences and epilogue
             # chunks (and a 2x1 cluster's multicast halves) take whole 16-column groups
-            out.append(f"BLK_N={cfg.blk_n} outside [16, 256] or not a multiple of 16")
+            out.append(f"BLK_N={cfg.blk_n} outside [16, {MAX_BLK_N}] or not a multiple of 16")
         if cfg.split_k > 1:
             out += self._split_k_violations(cfg, problem)
         if cfg.stream_k:
@@ -454,6 +454,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                      v(cluster="2x1"), v(wg_m=128, consumers=1), v(persistent=False),
                      v(epilogue="reg"), v(blk_n=256, cluster="2x1"),
                      v(split_k=2, persistent=False, epilogue="reg")] + self._narrow_family(problem)
+            tries += self._wide_tiles(problem, v)
             if M <= 2 * 256:
                 # cuBLAS's choice at 217x3840x15360 (nvjet 64x112 in 4x2 clusters): swapped,
                 # M in two tiles of one 1x2 pair, so each weight tile is loaded once for all
@@ -476,12 +477,31 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             # swapped 128x256 tiles (cuBLAS's 128x248 shape): 1.088x the s12 study's winner
             # at 2921x1408x6144, 0.969x cuBLAS, held busy (studies/2026-11-24-h100-gemm-s13/)
             tries.append(v(swap_ab=True, consumers=2, blk_n=256))
+            tries += self._wide_tiles(problem, v)
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []
         for c in tries:
             if c != base and c not in out and not self.violations(c, problem):
                 out.append(c)
+        return out
+
+    @staticmethod
+    def _wide_tiles(problem: Problem, v) -> list[Config]:
+        """128-row tiles wider than 256 (two wgmmas per consumer), each orientation at the width
+        with the fewest waves x BLK_N (the widest on a tie), where that beats 256's: cuBLAS's
+        tiles at 5966x1600x6400 (128x304, swapped; 260 tiles in 2 waves, where 128x256 take
+        282 in 3)."""
+        out = []
+        for swap in (False, True):
+            rows, cols = (problem["N"], problem["M"]) if swap else (problem["M"], problem["N"])
+
+            def cost(n):
+                return _waves(-(-rows // 128) * -(-cols // n)) * n
+
+            wide = min(range(MAX_BLK_N, 256, -16), key=lambda n: (cost(n), -n))
+            if cost(wide) < cost(256):
+                out.append(v(swap_ab=swap, wg_m=64, consumers=2, blk_n=wide, split_k=1))
         return out
 
     def _narrow_family(self, problem: Problem) -> list[Config]:

@@ -426,7 +426,33 @@ def open_study(space: SearchSpace, problem: Problem, storage, sampler=None,
     if differ:
         raise UserError(f"study {study.study_name!r} holds times {_where(before)}; this runner's "
                         f"come {_where(where)}: tune into another --storage")
+    _check_knobs(study, space.parameters(problem))
     return study
+
+
+def _check_knobs(study: optuna.Study, distributions: dict) -> None:
+    """Refuse a study whose trials drew a knob from other values than the space offers now
+    (the space changed since): Optuna cannot sample one parameter from two value sets."""
+    for trial in study.get_trials(deepcopy=False):
+        changed = [name for name, dist in trial.distributions.items()
+                   if name in distributions and dist != distributions[name]]
+        if changed:
+            name = changed[0]
+            raise UserError(
+                f"study {study.study_name!r} drew knob {name!r} from "
+                f"{_values(trial.distributions[name])}; the space now offers "
+                f"{_values(distributions[name])} (it changed since the study began): tune into "
+                "another --storage, or rerun the study there")
+        if trial.distributions:
+            return
+
+
+def _values(dist) -> str:
+    choices = getattr(dist, "choices", None)
+    if choices is None:
+        return repr(dist)
+    text = ", ".join(map(str, choices))
+    return f"[{text}]" if len(text) < 80 else f"[{text[:40]} ... {text[-30:]}] ({len(choices)})"
 
 
 def _where(provenance: dict) -> str:

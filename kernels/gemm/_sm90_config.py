@@ -10,6 +10,7 @@ DTYPES = ("bfloat16", "float16")
 H100_SMS = 132  # H100 SXM and H200 alike
 SMEM_LIMIT = 232448  # dynamic shared memory one CTA may ask for on sm_90 (227 KB)
 ELEM_BYTES = 2
+MAX_WGMMA_N = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +94,14 @@ def epilogue_bytes(cfg: GemmConfig) -> int:
         return 0
     width, bufs = epilogue_chunk(cfg)
     return cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
+
+
+def wgmma_n(blk_n: int) -> int:
+    """Columns of one wgmma: BLK_N in equal parts of at most 256 (wgmma's widest N, and a
+    TMA box's most rows), each a multiple of 8 (wgmma's N step) for BLK_N a multiple of 16."""
+    parts = -(-blk_n // MAX_WGMMA_N)
+    assert blk_n % (8 * parts) == 0, f"BLK_N={blk_n} does not split into {parts} wgmma N"
+    return blk_n // parts
 
 
 def accumulator_regs(cfg: GemmConfig) -> int:

@@ -45,6 +45,7 @@ from ._sm90_config import (  # noqa: F401  (re-exported: the template's public s
     geometry,
     smem_bytes,
     stream_k_split,
+    wgmma_n,
 )
 from ._sm90_wgmma import (
     ATOM_ROWS_BYTES,
@@ -98,6 +99,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     STAGES, CS, MC, SK = cfg.stages, cfg.cluster_size, cfg.multicast_size, cfg.split_k
     SWAP, EPI_TMA, STREAM_K = cfg.swap_ab, cfg.epilogue == "tma", cfg.stream_k
     M_ATOMS = WG_M // WGMMA_M
+    PART = wgmma_n(BLK_N)
     ACC = accumulator_regs(cfg)
     STAGE_BYTES = (BLK_M + BLK_N) * BLK_K * ELEM_BYTES
     X_STAGE_UNITS = BLK_M * BLK_K * ELEM_BYTES // 16  # descriptor units per ring stage
@@ -150,21 +152,25 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 Tx.copy_async(Ys[stage, rank * HY:rank * HY + HY, kb:kb + COL_BLOCK],
                               Yg[c0 + rank * HY:c0 + rank * HY + HY, ks:ks + COL_BLOCK],
                               dispatch="tma_explicit", mbar=bar, cta_mask=MCAST, **HINT)
-            else:
-                Tx.copy_async(Ys[stage, :, kb:kb + COL_BLOCK],
-                              Yg[c0:c0 + BLK_N, ks:ks + COL_BLOCK], dispatch="tma_explicit",
-                              mbar=bar, **HINT)
+            else:  # a TMA box spans at most 256 rows: tiles wider than that load in parts
+                for y0 in range(0, BLK_N, PART):
+                    Tx.copy_async(Ys[stage, y0:y0 + PART, kb:kb + COL_BLOCK],
+                                  Yg[c0 + y0:c0 + y0 + PART, ks:ks + COL_BLOCK],
+                                  dispatch="tma_explicit", mbar=bar, **HINT)
 
     def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, consumer, first_k):
-        """All wgmmas of one K tile for this consumer's WG_M rows."""
+        """All wgmmas of one K tile for this consumer's WG_M rows: per m64 atom, one wgmma per
+        PART columns (an m64nN fragment holds column block c in registers 4c..4c+3, so the
+        parts' accumulators side by side are the whole tile's fragment)."""
         for kk in range(BLK_K // WGMMA_K):
             for j in range(M_ATOMS):
                 a_off = smem_desc_offset(BLK_M, 0, kk * WGMMA_K) + j * WGMMA_M * 128 // 16
-                b_off = smem_desc_offset(BLK_N, 0, kk * WGMMA_K)
                 a = a_desc + T.cast(x_unit + consumer * (WG_M * 128 // 16) + a_off, "uint64")
-                b = b_desc + T.cast(y_unit + b_off, "uint64")
                 scale_d = T.bool(True) if kk > 0 else first_k
-                T.evaluate(wgmma_ss(dtype, BLK_N, acc, j * BLK_N // 2, a, b, scale_d))
+                for y0 in range(0, BLK_N, PART):
+                    b_off = smem_desc_offset(BLK_N, y0, kk * WGMMA_K)
+                    b = b_desc + T.cast(y_unit + b_off, "uint64")
+                    T.evaluate(wgmma_ss(dtype, PART, acc, (j * BLK_N + y0) // 2, a, b, scale_d))
 
     def fence_acc(acc):
         fence_accumulators(acc, ACC)
