@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 14 on the GPU machine (issue 18: tiles wider than 256), one step per call (stage and
+# site as in gpu_suite_s7.sh):
+#   bash scripts/gpu_suite_s14.sh power   # no TVM: variants.txt's kernels prebuilt in ./idx
+#   bash scripts/gpu_suite_s14.sh stage   # carry .bundle/tvm-a
+#   bash scripts/gpu_suite_s14.sh site    # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s14.sh judge4  # carry .bundle/tvm-b (and study, after, tests)
+# power: each line of variants.txt (a shape, then JSON configs) checked against the reference
+#   (scripts/check_configs.py), then held busy with cuBLAS (scripts/power.py); the kernels come
+#   from the artifact index ./idx, built here by `AUTOTUNE_ARTIFACTS=idx scripts/check_configs.py
+#   --build-only`; then the kernels cuBLAS runs at those shapes (scripts/cublas_kernels.py).
+# judge4: studies/unseen_gemm_2026-11-24-s14.md (committed before measuring), compare from the
+#   committed store with first use on (4); study: an 8-trial study of each of those shapes;
+#   after: compare with its store; tests: the GPU tests (gpu_suite_common.sh).
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+case $1 in
+judge0|judge4|study|after)
+  source scripts/gpu_env.sh
+  unseen_step $1 studies/unseen_gemm_2026-11-24-s14.md s14
+  ;;
+tests)
+  source scripts/gpu_env.sh
+  gpu_tests
+  ;;
+power)
+  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
+  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/idx
+  cp variants.txt $R/
+  while read -r line; do
+    shape=${line%% *}; eval "VARIANTS=(${line#* })"
+    python3 scripts/check_configs.py --shapes $shape --configs "${VARIANTS[@]}" \
+      > $R/check_$shape.log 2>&1
+    echo "check $shape rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c ": ok" $R/check_$shape.log
+    timeout 100 python3 scripts/power.py $shape $R/power_$shape.csv "${VARIANTS[@]}" 2>&1 \
+      | tail -n $((${#VARIANTS[@]} + 2)) | cut -c1-60,190-
+  done < variants.txt
+  timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
+  echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
+  ;;
+*) echo "usage: gpu_suite_s14.sh stage|site|power|judge4|study|after|tests" >&2
+   exit 2 ;;
+esac
+echo "$1 done at $SECONDS s" | tee -a $R/run.log
+tar czf $OUT/$1.tgz -C $R .
