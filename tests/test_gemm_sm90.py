@@ -241,8 +241,8 @@ def test_tiles_wider_than_256_issue_two_wgmmas_per_atom(shape, overrides, wgmma,
 def test_seeds_offer_wide_tiles_where_they_take_fewer_waves_x_width():
     wide = [(c["swap_ab"], c["blk_n"]) for c in
             SPACE.seed_configs(SPACE.parse_problem("5966x1600x6400")) if c["blk_n"] > 256]
-    # swapped: 13 x 20 = 260 tiles of 128x304 in 2 waves (cuBLAS's); 128x256 take 3
-    assert wide == [(False, 320), (True, 304)]
+    # 47 x 5 tiles of 128x320 and, swapped, 13 x 19 of 128x320 in 2 waves; 128x256 take 3
+    assert wide == [(False, 320), (True, 320)]
     assert not [c for c in SPACE.seed_configs(SPACE.parse_problem("4096x4096x4096"))
                 if c["blk_n"] > 256]
 
@@ -359,9 +359,9 @@ def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(sh
 
 
 @pytest.mark.parametrize("shape, rows, blk_n, cluster", [
-    # 8 x 16 = 128 tiles of 192x192 in one wave: 10% less waves x area than 240 of 128x160 in
-    # two (H100, 9 rounds, twice: 1.08x)
-    ("1500x3072x4096", 192, 192, "1x1"),
+    # 8 x 16 = 128 tiles of 192x192 in one wave won 1.08x over 240 of 128x160 in two (H100, 9
+    # rounds, twice); 12 x 11 = 132 of 128x288 take one wave of the same area: 128 rows stay
+    ("1500x3072x4096", 128, 288, "1x1"),
     # 9 rows of 128x256 tiles alone take 12 full waves; 11 of 192x192 are 3% more area (in 2x1
     # pairs of 10 rows, 128x256 took 14 waves and 192x192 won 1.14x)
     ("1100x45056x8192", 128, 256, "1x1"),
@@ -369,6 +369,8 @@ def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(sh
     ("1300x43008x14336", 128, 256, "1x1"),
     # 15 rows: 3 waves of 128x160 take less waves x width than 2 of 128x256; 192x160 no less
     ("1800x4096x11008", 128, 160, "1x1"),
+    # 12 rows of swapped 128x288 tiles, one wave (132 tiles): the fewest waves x width
+    ("3164x1536x6144", 128, 288, "1x1"),
     # 192x128 tiles are not offered: 20% more shared-memory reads per FLOP (0.85x)
     ("2500x27392x4096", 128, 256, "1x1"),
     # 4 waves of 192x192 are 12.5% more area than 4 of 128x256 (0.95x)
@@ -394,9 +396,11 @@ def test_narrow_default_stages_whole_32_column_chunks(shape, blk_n):
 
 
 @pytest.mark.parametrize("shape, blk_n", [("512x6144x4096", 192), ("512x4096x4096", 128),
-                                          ("777x18176x4544", 256), ("1024x28672x3584", 256)])
+                                          ("777x18176x4544", 352), ("1024x28672x3584", 352),
+                                          ("559x9600x3200", 384)])
 def test_medium_default_takes_the_fewest_waves_of_the_narrowest_loads(shape, blk_n):
-    # one wave of 128x192 at 512x6144; many waves take 256 (fewer loads of A per FLOP)
+    # one wave of 128x192 at 512x6144; many waves take wider tiles (fewer loads of A per FLOP):
+    # 3 waves of 128x352 at 777x18176 where 128x256 take 4
     config = SPACE.default_config(SPACE.parse_problem(shape))
     assert (config["wg_m"], config["consumers"], config["blk_n"]) == (64, 2, blk_n)
     assert SPACE.violations(config, SPACE.parse_problem(shape)) == []

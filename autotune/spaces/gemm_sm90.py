@@ -115,10 +115,16 @@ SKINNY_M = 128
 DECODE_SPLIT_BELOW_TILES = 24
 DECODE_FILL_CTAS = 48
 MEDIUM_FILL_CTAS = 48
+# Tiles wider than 256 (two wgmmas per consumer) the default may take, in whole 32-column
+# epilogue chunks (_staged_width). Held busy on the H100 where they take fewer waves x width
+# (studies/2026-11-24-h100-gemm-s14/power), against the default before them: 1412x3200x12800
+# swapped 128x288 1.136x (0.981x cuBLAS), 3164x1536x6144 swapped 128x288 1.124x,
+# 5966x1600x6400 128x320 1.079x, 512x28672x4096 128x304 1.067x, 559x9600x3200 128x384 1.048x.
+WIDE_BLK_N = (384, 352, 320, 288)
 # Tile widths a medium problem's 128-row tiles choose from (default_config).
-MEDIUM_BLK_N = (128, 192, 256)
+MEDIUM_BLK_N = (128, 192, 256) + WIDE_BLK_N
 # Tile widths a large problem's 128-row tiles choose from when they take at most two waves.
-LARGE_BLK_N = (256, 224, 192, 160, 128)
+LARGE_BLK_N = (256, 224, 192, 160, 128) + WIDE_BLK_N
 # With more waves, the widths whose L2 traffic per FLOP stays within 11% of 256's (narrower
 # tiles load more rows of A and B per FLOP), taken only for a >= 5% shorter waves x BLK_N.
 # On the H100 it changed 4 shapes, each faster than the 256-wide default in the same run:
@@ -359,31 +365,45 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         With more waves, a MANY_WAVE_BLK_N width where it cuts waves x BLK_N by >= 5%: a last
         wave that leaves most SMs idle (3300x3072: 3 waves of 256, 1/4 of the last busy; 3 of
         224, all busy nearly). Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
-        last of 7 waves (studies/2026-11-23-h100-gemm-s5/).
+        last of 7 waves (studies/2026-11-23-h100-gemm-s5/). Within two waves, either
+        orientation, swapped (the 128 rows on N) where that alone takes fewer waves x BLK_N,
+        and tiles wider than 256 (WIDE_BLK_N): 3164x1536x6144 takes 132 swapped tiles of
+        128x288, one wave (125 unswapped tiles of 128x320 ran 1.07x slower). Not with more
+        waves: at 8192x6144x4096, 10 waves of swapped 128x304 tiles ran 1.05x slower than 12 of
+        128x256 (studies/2026-11-24-h100-gemm-s14/power).
 
         No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.05x slower than the same
         tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
         M, N = problem["M"], problem["N"]
 
-        def waves(blk_m, n):
-            return _waves(-(-M // blk_m) * -(-N // n))
+        def waves(blk_m, n, swap=False):
+            rows, cols = (N, M) if swap else (M, N)
+            return _waves(-(-rows // blk_m) * -(-cols // n))
 
-        blk_n = 256
+        def cost(tile):  # (BLK_N, swapped) of 128-row tiles: waves x BLK_N
+            return waves(128, *tile) * tile[0]
+
+        def cheapest(widths, orientations):  # the widest on a tie, unswapped first
+            tiles = [(n, swap) for swap in orientations for n in widths]
+            return min(tiles, key=lambda t: (cost(t), -t[0], t[1]))
+
+        blk_n, swap = 256, False
         if waves(128, 256) <= 2:
-            blk_n = min(LARGE_BLK_N, key=lambda n: (waves(128, n) * n, -n))
+            blk_n, swap = cheapest(LARGE_BLK_N, (False, True))
         else:
-            best = min(MANY_WAVE_BLK_N, key=lambda n: (waves(128, n) * n, -n))
-            if waves(128, best) * best <= (1 - MANY_WAVE_MIN_GAIN) * waves(128, 256) * 256:
-                blk_n = best
+            best = cheapest(MANY_WAVE_BLK_N, (False,))
+            if cost(best) <= (1 - MANY_WAVE_MIN_GAIN) * cost((256, False)):
+                blk_n, swap = best
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
-                                cluster=LARGE_CLUSTER)
+                                cluster=LARGE_CLUSTER, swap_ab=swap)
         config = config if blk_n == 256 else self._deepest(problem, config)
         fewest = min(waves(192, n) * n for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
                    if waves(192, n) * n <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
         cut = 1 - ROWS_192_MIN_GAIN
-        if waves(192, wide) * 192 * wide <= cut * waves(128, blk_n) * 128 * blk_n:
-            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide})
+        if waves(192, wide) * 192 * wide <= cut * cost((blk_n, swap)) * 128:
+            return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
+                                           "swap_ab": False})
         return config
 
     def _narrow_tiles(self, problem: Problem) -> Config:
@@ -488,10 +508,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     @staticmethod
     def _wide_tiles(problem: Problem, v) -> list[Config]:
-        """128-row tiles wider than 256 (two wgmmas per consumer), each orientation at the width
-        with the fewest waves x BLK_N (the widest on a tie), where that beats 256's: cuBLAS's
-        tiles at 5966x1600x6400 (128x304, swapped; 260 tiles in 2 waves, where 128x256 take
-        282 in 3)."""
+        """128-row tiles wider than 256 (two wgmmas per consumer), each orientation at the
+        WIDE_BLK_N width with the fewest waves x BLK_N (the widest on a tie), where that beats
+        256's: cuBLAS's tiles at 5966x1600x6400 are 128x304, swapped (260 tiles in 2 waves,
+        where 128x256 take 282 in 3)."""
         out = []
         for swap in (False, True):
             rows, cols = (problem["N"], problem["M"]) if swap else (problem["M"], problem["N"])
@@ -499,7 +519,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             def cost(n):
                 return _waves(-(-rows // 128) * -(-cols // n)) * n
 
-            wide = min(range(MAX_BLK_N, 256, -16), key=lambda n: (cost(n), -n))
+            wide = min(WIDE_BLK_N, key=lambda n: (cost(n), -n))
             if cost(wide) < cost(256):
                 out.append(v(swap_ab=swap, wg_m=64, consumers=2, blk_n=wide, split_k=1))
         return out
