@@ -396,11 +396,12 @@ def test_narrow_default_stages_whole_32_column_chunks(shape, blk_n):
 
 
 @pytest.mark.parametrize("shape, blk_n", [("512x6144x4096", 192), ("512x4096x4096", 128),
-                                          ("777x18176x4544", 352), ("1024x28672x3584", 352),
-                                          ("559x9600x3200", 384)])
+                                          ("777x18176x4544", 256), ("1024x28672x3584", 256),
+                                          ("559x9600x3200", 384), ("700x6144x16384", 288)])
 def test_medium_default_takes_the_fewest_waves_of_the_narrowest_loads(shape, blk_n):
-    # one wave of 128x192 at 512x6144; many waves take wider tiles (fewer loads of A per FLOP):
-    # 3 waves of 128x352 at 777x18176 where 128x256 take 4
+    # one wave of 128x192 at 512x6144; many waves take 256 (fewer loads of A per FLOP); tiles
+    # wider than 256 only within two waves: one of 128x288 at 700x6144 (1.22x two of 128x192),
+    # where 3 waves of 128x352 at 777x18176 ran level with 4 of 128x256
     config = SPACE.default_config(SPACE.parse_problem(shape))
     assert (config["wg_m"], config["consumers"], config["blk_n"]) == (64, 2, blk_n)
     assert SPACE.violations(config, SPACE.parse_problem(shape)) == []

@@ -116,13 +116,17 @@ DECODE_SPLIT_BELOW_TILES = 24
 DECODE_FILL_CTAS = 48
 MEDIUM_FILL_CTAS = 48
 # Tiles wider than 256 (two wgmmas per consumer) the default may take, in whole 32-column
-# epilogue chunks (_staged_width). Held busy on the H100 where they take fewer waves x width
-# (studies/2026-11-24-h100-gemm-s14/power), against the default before them: 1412x3200x12800
-# swapped 128x288 1.136x (0.981x cuBLAS), 3164x1536x6144 swapped 128x288 1.124x,
-# 5966x1600x6400 128x320 1.079x, 512x28672x4096 128x304 1.067x, 559x9600x3200 128x384 1.048x.
+# epilogue chunks (_staged_width), where they fit in two waves. Held busy on the H100
+# (studies/2026-11-24-h100-gemm-s14/power*), against the default before them: in up to two
+# waves 700x6144x16384 128x288 1.218x, 1412x3200x12800 swapped 128x288 1.136x (0.981x cuBLAS),
+# 3164x1536x6144 swapped 128x288 1.124x, 3800x1536x8960 swapped 128x352 1.073x, 559x9600x3200
+# 128x384 1.048x; 1500x3072x4096 128x288 0.982x (192x192 there). In more waves, level or
+# slower: 777x18176x4544 0.995x (128x352), 1024x28672x3584 1.002x, 194x59136x8192 0.989x,
+# 8192x6144x4096 swapped 128x304 0.951x; 512x28672x4096 128x304 1.067x.
 WIDE_BLK_N = (384, 352, 320, 288)
-# Tile widths a medium problem's 128-row tiles choose from (default_config).
-MEDIUM_BLK_N = (128, 192, 256) + WIDE_BLK_N
+# Tile widths a medium problem's 128-row tiles choose from (default_config), WIDE_BLK_N's
+# only within two waves.
+MEDIUM_BLK_N = (128, 192, 256)
 # Tile widths a large problem's 128-row tiles choose from when they take at most two waves.
 LARGE_BLK_N = (256, 224, 192, 160, 128) + WIDE_BLK_N
 # With more waves, the widths whose L2 traffic per FLOP stays within 11% of 256's (narrower
@@ -302,20 +306,21 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           B its tiles load per K step; the widest on a tie): 512x6144 takes 128 tiles of
           128x192 in one wave (573 vs 452 TFLOP/s with 192 tiles of 128x128); many-wave shapes
           take 256 (held-out study: 777x18176x4544 210 us vs 290 with 128, 240 with 192;
-          1024x28672x3584 311 vs 335 with 128); persistent with grouped raster, TMA-store
-          epilogue, the deepest ring that fits (6 or 4 stages).
+          1024x28672x3584 311 vs 335 with 128); tiles wider than 256 (WIDE_BLK_N) where they
+          fit in two waves (700x6144x16384: one wave of 128x288, 1.22x two of 128x192);
+          persistent with grouped raster, TMA-store epilogue, the deepest ring that fits.
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
           of 128x128; 192x1536x2048 6.4 against 12.3; 256x2048x8192 18.9 against 39.6;
           2048x512x4096 13.8 against 42.8); under 48 such tiles, K split until >= 48 CTAs
           (128x1024x4096: 9.2 us against 10.8).
-        - large: 128x256 tiles (two 64-row consumers, 128 accumulators each, the widest that
-          fits the register budget), no cluster (LARGE_CLUSTER), persistent, group 8 for L2
-          reuse, TMA-store epilogue; 4 stages fit beside its two 64-column staging buffers
-          (4096^3: 744 vs 721 TFLOP/s with 3 stages). When 256-wide tiles take at most two
-          waves, the width of 256..128 with the fewest waves x BLK_N (4096x640x2048: 128
-          tiles of 128x160 in one wave, 17.8 us against 24.1 with 96 of 128x256). 192-row
+        - large: 128x256 tiles (two 64-row consumers, 128 accumulators each), no cluster
+          (LARGE_CLUSTER), persistent, group 8 for L2 reuse, TMA-store epilogue; 4 stages fit
+          beside its two 64-column staging buffers (4096^3: 744 vs 721 TFLOP/s with 3
+          stages). When 256-wide tiles take at most two waves, the width of 128..384, either
+          orientation, with the fewest waves x BLK_N (4096x640x2048: 128 tiles of 128x160 in
+          one wave, 17.8 us against 24.1 with 96 of 128x256; _large). 192-row
           tiles (three consumers) where they clearly cut waves x area (ROWS_192_*).
         - never stream-K (the knob): a rule that took it where the wave model promised >= 10%
           (idle last waves, >= 32 K tiles) was 1.2-2.5x slower than the tiled configs on all 9
@@ -350,7 +355,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             return self._narrow_tiles(problem)
         else:
             rows = -(-M // 128)
-            blk_n = min(MEDIUM_BLK_N, key=lambda n: (_waves(rows * -(-N // n)) * (128 + n), -n))
+            widths = MEDIUM_BLK_N + tuple(n for n in WIDE_BLK_N if _waves(rows * -(-N // n)) <= 2)
+            blk_n = min(widths, key=lambda n: (_waves(rows * -(-N // n)) * (128 + n), -n))
             config = self._deepest(problem, self._complete(wg_m=64, consumers=2, blk_n=blk_n,
                                                            blk_k=64))
         if self._grid(problem, config) >= H100_SMS // 2:
