@@ -347,8 +347,12 @@ def test_large_default_narrows_tiles_that_fill_one_wave_badly():
     # 26 x 12 = 312 tiles of 128x256: 3 waves, the last with 48; 26 x 14 = 364 of 128x224 take
     # 3 waves too (-12.5%; H100: 1.021x the 256-wide default); 192-row tiles: more area
     ("3300x3072x3072", 224),
-    # 7 waves of 256 against 9 of 192: -3.6%, under the rule's 5%: 256 stays
-    ("3100x8192x22016", 256),
+    # 7 waves of 256 against 9 of 192: -3.6%, under the rule's 5%; 5 of 128x320: -10.7%
+    ("3100x8192x22016", 320),
+    # 5 waves of 128x320 against 7 of 128x256 (-10.7%; held busy 1.062x, s14/power3)
+    ("4510x5760x2304", 320),
+    # 4 waves of 128x224 (-12.5% from 256's) against 3 of 128x288 (-3.6% more): 224 stays
+    ("3295x4096x7168", 224),
     # 16 waves of 256 against 18 of 224, 21 of 192 and 15 of 192x192 (more area): 256 stays
     ("8192x8192x8192", 256),
 ])
@@ -375,7 +379,7 @@ def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(sh
     ("2500x27392x4096", 128, 256, "1x1"),
     # 4 waves of 192x192 are 12.5% more area than 4 of 128x256 (0.95x)
     ("4096x4096x4096", 128, 256, "1x1"),
-    ("3100x8192x22016", 128, 256, "1x1"),
+    ("3100x8192x22016", 128, 320, "1x1"),
 ])
 def test_large_default_takes_192_row_tiles_only_for_a_clear_cut_in_waves_x_area(
         shape, rows, blk_n, cluster):
@@ -384,6 +388,19 @@ def test_large_default_takes_192_row_tiles_only_for_a_clear_cut_in_waves_x_area(
     config = SPACE.default_config(problem)
     assert (config["consumers"] * config["wg_m"], config["blk_n"]) == (rows, blk_n)
     assert config["cluster"] == cluster and SPACE.violations(config, problem) == []
+
+
+@pytest.mark.parametrize("shape, tile", [
+    # cuBLAS's tile: 107 swapped tiles of 192x160, one wave (held busy 1.17x the 128x320 one)
+    ("152x20480x7168", (192, 160)),
+    # M = 194 takes 224 columns: 112 accumulators are too many for three consumers
+    ("194x59136x8192", (128, 224)),
+])
+def test_medium_default_swaps_tiles_over_all_of_m_up_to_256(shape, tile):
+    config = SPACE.default_config(SPACE.parse_problem(shape))
+    assert config["swap_ab"] and (config["wg_m"] * config["consumers"], config["blk_n"]) == tile
+    # 32 such tiles at 151x6144x1536 would leave most SMs idle: 128-row tiles stay
+    assert not SPACE.default_config(SPACE.parse_problem("151x6144x1536"))["swap_ab"]
 
 
 @pytest.mark.parametrize("shape, blk_n", [("200x3584x4096", 128), ("256x3072x8192", 96),

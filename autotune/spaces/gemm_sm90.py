@@ -135,6 +135,10 @@ LARGE_BLK_N = (256, 224, 192, 160, 128) + WIDE_BLK_N
 # 6000x3072x24576 1.104x (192), 3300x3072x3072 1.021x, 2600x3584x3584 1.019x (unseen, chosen
 # before the rule), 2500x5120x17920 1.098x (224; studies/2026-11-23-h100-gemm-s5/judge/).
 MANY_WAVE_BLK_N = (256, 224, 192)
+# Tiles wider than 256 too, for a >= 10% cut from that pick. Held busy (.../s14/power3): 3295x4096x7168
+# 128x288 (-16%) 1.051x the default, 4510x5760x2304 128x320 (-11%) 1.062x; 5388x5632x4608
+# 128x320 (-6%) 1.011x; without a cut they lost: 4096^3 128x320 0.851x, 8192x6144x4096 0.949x.
+MANY_WAVE_WIDE_MIN_GAIN = 0.10
 MANY_WAVE_MIN_GAIN = 0.05
 # 192-row tiles (three 64-row consumers): the widths, the slack within which the widest of
 # them is taken over the fewest waves x tile area, and the cut in waves x area over the
@@ -359,6 +363,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             blk_n = min(widths, key=lambda n: (_waves(rows * -(-N // n)) * (128 + n), -n))
             config = self._deepest(problem, self._complete(wg_m=64, consumers=2, blk_n=blk_n,
                                                            blk_k=64))
+            if M <= 2 * 128:
+                config = self._swapped_over_m(problem, config)
         if self._grid(problem, config) >= H100_SMS // 2:
             return config
         return self._narrow_tiles(problem)
@@ -370,7 +376,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         (4096x640: 96 tiles of 256 columns, 5/6 of them inside N, in one wave; 128 of 160).
         With more waves, a MANY_WAVE_BLK_N width where it cuts waves x BLK_N by >= 5%: a last
         wave that leaves most SMs idle (3300x3072: 3 waves of 256, 1/4 of the last busy; 3 of
-        224, all busy nearly). Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
+        224, all busy nearly); then a WIDE_BLK_N width where it cuts them by >= 10% more. Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
         last of 7 waves (studies/2026-11-23-h100-gemm-s5/). Within two waves, either
         orientation, swapped (the 128 rows on N) where that alone takes fewer waves x BLK_N,
         and tiles wider than 256 (WIDE_BLK_N): 3164x1536x6144 takes 132 swapped tiles of
@@ -400,6 +406,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             best = cheapest(MANY_WAVE_BLK_N, (False,))
             if cost(best) <= (1 - MANY_WAVE_MIN_GAIN) * cost((256, False)):
                 blk_n, swap = best
+            wide = cheapest(WIDE_BLK_N, (False,))
+            if cost(wide) <= (1 - MANY_WAVE_WIDE_MIN_GAIN) * cost((blk_n, swap)):
+                blk_n, swap = wide
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
                                 cluster=LARGE_CLUSTER, swap_ab=swap)
         config = config if blk_n == 256 else self._deepest(problem, config)
@@ -410,6 +419,24 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if waves(192, wide) * 192 * wide <= cut * cost((blk_n, swap)) * 128:
             return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
                                            "swap_ab": False})
+        return config
+
+    def _swapped_over_m(self, problem: Problem, config: Config) -> Config:
+        """128 < M <= 256: 128-row tiles pad M to 256 rows. Swapped tiles whose BLK_N covers
+        all of M (one tile column; the staged width, _staged_width), 192 rows of N (three
+        consumers) where their accumulators allow, else 128, where they take fewer waves x
+        (rows + BLK_N) than `config`'s tiles (what a K step loads). cuBLAS's tile at
+        152x20480x7168 and 156x22528x8192 (swapped 192x160): held busy 1.17x and 1.15x the
+        128-row default, level with cuBLAS; at 151x6144x1536 32 such tiles were 0.83x the 96 of
+        128x128 (.../s14/power3)."""
+        M, N = problem["M"], problem["N"]
+        blk_n = _staged_width(M)
+        rows = 192 if blk_n // 2 <= MAX_ACC_REGS[3] else 128
+        swapped = {**config, "swap_ab": True, "wg_m": 64, "consumers": rows // 64,
+                   "blk_n": blk_n}
+        tiled = -(-M // 128) * -(-N // config["blk_n"])
+        if _waves(-(-N // rows)) * (rows + blk_n) < _waves(tiled) * (128 + config["blk_n"]):
+            return self._deepest(problem, swapped)
         return config
 
     def _narrow_tiles(self, problem: Problem) -> Config:
@@ -487,6 +514,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 # of M; held busy 1.07x the study's winner (studies/2026-11-24-h100-gemm-s12/)
                 tries.append(v(swap_ab=True, wg_m=64, consumers=1, blk_n=16 * -(-M // 32),
                                cluster="1x2", persistent=False, epilogue="reg", split_k=1))
+            if M <= 2 * 128:  # swapped tiles over all of M (_swapped_over_m), both heights
+                tries += [v(swap_ab=True, wg_m=64, consumers=c, blk_n=_staged_width(M),
+                            split_k=1, persistent=True, cluster="1x1") for c in (2, 3)]
         else:
             tries = [v(stages=3), v(cluster="2x1"), v(cluster="1x2"), v(persistent=False),
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
