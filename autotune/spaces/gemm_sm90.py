@@ -135,9 +135,10 @@ LARGE_BLK_N = (256, 224, 192, 160, 128) + WIDE_BLK_N
 # 6000x3072x24576 1.104x (192), 3300x3072x3072 1.021x, 2600x3584x3584 1.019x (unseen, chosen
 # before the rule), 2500x5120x17920 1.098x (224; studies/2026-11-23-h100-gemm-s5/judge/).
 MANY_WAVE_BLK_N = (256, 224, 192)
-# Tiles wider than 256 too, for a >= 10% cut from that pick. Held busy (.../s14/power3): 3295x4096x7168
-# 128x288 (-16%) 1.051x the default, 4510x5760x2304 128x320 (-11%) 1.062x; 5388x5632x4608
-# 128x320 (-6%) 1.011x; without a cut they lost: 4096^3 128x320 0.851x, 8192x6144x4096 0.949x.
+# Then tiles wider than 256, for a further >= 10% cut. Held busy (.../s14/power3), against the
+# default: 3295x4096x7168 128x288 1.051x (-3.6% from 224's: not taken), 4510x5760x2304 128x320
+# (-11% from 256's) 1.062x, 5388x5632x4608 128x320 1.011x; with no cut they lost: 4096^3
+# 128x320 0.851x, 8192x6144x4096 0.949x.
 MANY_WAVE_WIDE_MIN_GAIN = 0.10
 MANY_WAVE_MIN_GAIN = 0.05
 # 192-row tiles (three 64-row consumers): the widths, the slack within which the widest of
@@ -376,13 +377,13 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         (4096x640: 96 tiles of 256 columns, 5/6 of them inside N, in one wave; 128 of 160).
         With more waves, a MANY_WAVE_BLK_N width where it cuts waves x BLK_N by >= 5%: a last
         wave that leaves most SMs idle (3300x3072: 3 waves of 256, 1/4 of the last busy; 3 of
-        224, all busy nearly); then a WIDE_BLK_N width where it cuts them by >= 10% more. Ncu at 3100x8192x22016: the SMs idle 11% of the time in the
-        last of 7 waves (studies/2026-11-23-h100-gemm-s5/). Within two waves, either
+        224, all busy nearly); then a WIDE_BLK_N width where it cuts them by >= 10% more
+        (MANY_WAVE_WIDE_MIN_GAIN). Ncu at 3100x8192x22016: the SMs idle 11% of the time in
+        the last of 7 waves (studies/2026-11-23-h100-gemm-s5/). Within two waves, either
         orientation, swapped (the 128 rows on N) where that alone takes fewer waves x BLK_N,
         and tiles wider than 256 (WIDE_BLK_N): 3164x1536x6144 takes 132 swapped tiles of
-        128x288, one wave (125 unswapped tiles of 128x320 ran 1.07x slower). Not with more
-        waves: at 8192x6144x4096, 10 waves of swapped 128x304 tiles ran 1.05x slower than 12 of
-        128x256 (studies/2026-11-24-h100-gemm-s14/power).
+        128x288, one wave (125 unswapped tiles of 128x320 ran 1.07x slower;
+        studies/2026-11-24-h100-gemm-s14/).
 
         No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.05x slower than the same
         tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
