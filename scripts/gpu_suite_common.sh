@@ -2,7 +2,7 @@
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
-# attention_bench, decoder_block, study_unseen, after_unseen, unseen_step and gpu_tests.
+# attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy and gpu_tests.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -106,6 +106,22 @@ unseen_step() {  # $1 a step (judge0, judge4, study, after), $2 an unseen list, 
   study) study_unseen $2 $3 ;;
   after) after_unseen $2 $3 ;;
   esac
+}
+held_busy() {  # no TVM: each line of ./variants.txt (a shape, then JSON configs) checked against
+  # the reference (scripts/check_configs.py), then held busy beside cuBLAS (scripts/power.py);
+  # the kernels come from the artifact index ./idx, built where TVM is by
+  # `AUTOTUNE_ARTIFACTS=idx scripts/check_configs.py --build-only`
+  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
+  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/idx
+  cp variants.txt $R/
+  while read -r line; do
+    shape=${line%% *}; eval "VARIANTS=(${line#* })"
+    python3 scripts/check_configs.py --shapes $shape --configs "${VARIANTS[@]}" \
+      > $R/check_$shape.log 2>&1
+    echo "check $shape rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c ": ok" $R/check_$shape.log
+    timeout 100 python3 scripts/power.py $shape $R/power_$shape.csv "${VARIANTS[@]}" 2>&1 \
+      | tail -n $((${#VARIANTS[@]} + 2)) | cut -c1-60,190-
+  done < variants.txt
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
   # the GEMM plugin's conformance kit, its timed check

@@ -50,17 +50,7 @@ source)
   done
   ;;
 power)
-  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
-  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/idx
-  cp variants.txt $R/
-  while read -r line; do
-    shape=${line%% *}; eval "VARIANTS=(${line#* })"
-    python3 scripts/check_configs.py --shapes $shape --configs "${VARIANTS[@]}" \
-      > $R/check_$shape.log 2>&1
-    echo "check $shape rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c ": ok" $R/check_$shape.log
-    timeout 100 python3 scripts/power.py $shape $R/power_$shape.csv "${VARIANTS[@]}" 2>&1 \
-      | tail -n $((${#VARIANTS[@]} + 2)) | cut -c1-60,190-
-  done < variants.txt
+  held_busy
   ;;
 *) echo "usage: gpu_suite_s13.sh stage|site|ncu|source|power|judge0|judge4|study|after|tests" >&2
    exit 2 ;;
