@@ -74,6 +74,7 @@ def _config(**kw):
     (dict(split_k=2, blk_n=224, persistent=False, epilogue="reg"), "the reduction would spill"),
     (dict(stream_k=True, swap_ab=True, blk_n=224, stages=2, epilogue="reg"), "fix-up"),
     (dict(stream_k=True, consumers=3, blk_n=160, stages=2, epilogue="reg"), "fix-up"),
+    (dict(stream_k=True, blk_n=304, stages=2, epilogue="reg"), "fix-up"),
     (dict(split_k=8, consumers=3, blk_n=192, stages=2, persistent=False, cluster="1x1",
           epilogue="reg"), "the reduction would spill"),
     (dict(split_k=4, swap_ab=True, wg_m=128, blk_n=64, stages=3, persistent=False,
