@@ -202,6 +202,12 @@ def _staged_width(blk_n: int) -> int:
     return 32 * -(-blk_n // 32)
 
 
+def _tile_waves(problem: Problem, blk_m: int, blk_n: int, swap: bool = False) -> int:
+    """Waves of blk_m x blk_n tiles over the problem (swapped: the blk_m rows run along N)."""
+    rows, cols = (problem["N"], problem["M"]) if swap else (problem["M"], problem["N"])
+    return _waves(-(-rows // blk_m) * -(-cols // blk_n))
+
+
 def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
     """Fraction of the SM slots the tiles occupy over their waves (1.0: no idle SMs)."""
     return tiles / (-(-tiles // sms) * sms)
@@ -390,11 +396,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
         No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.05x slower than the same
         tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
-        M, N = problem["M"], problem["N"]
-
         def waves(blk_m, n, swap=False):
-            rows, cols = (N, M) if swap else (M, N)
-            return _waves(-(-rows // blk_m) * -(-cols // n))
+            return _tile_waves(problem, blk_m, n, swap)
 
         def cost(tile):  # (BLK_N, swapped) of 128-row tiles: waves x BLK_N
             return waves(128, *tile) * tile[0]
@@ -554,10 +557,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         where 128x256 take 282 in 3)."""
         out = []
         for swap in (False, True):
-            rows, cols = (problem["N"], problem["M"]) if swap else (problem["M"], problem["N"])
-
             def cost(n):
-                return _waves(-(-rows // 128) * -(-cols // n)) * n
+                return _tile_waves(problem, 128, n, swap) * n
 
             wide = min(WIDE_BLK_N, key=lambda n: (cost(n), -n))
             if cost(wide) < cost(256):
