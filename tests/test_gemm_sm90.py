@@ -404,6 +404,24 @@ def test_medium_default_swaps_tiles_over_all_of_m_up_to_256(shape, tile):
     assert not SPACE.default_config(SPACE.parse_problem("151x6144x1536"))["swap_ab"]
 
 
+@pytest.mark.parametrize("shape, tile", [
+    # 5 x 75 tiles of 192x192: 3 waves, where 8 x 56 of 128x256 take 4 (-16% waves x area)
+    ("919x14336x12288", (192, 192)),
+    # one wave either way: 4 x 31 tiles of 192x160 are only 6% less area than 6 x 19 of 128x256
+    ("684x4864x7168", (128, 256)),
+    # 5 waves of 192x192 against 7 of 128x192: 7% more area
+    ("900x21504x7168", (128, 192)),
+])
+def test_medium_default_takes_192_row_tiles_only_for_a_clear_cut_in_waves_x_area(shape, tile):
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert (config["wg_m"] * config["consumers"], config["blk_n"]) == tile
+    assert not config["swap_ab"] and SPACE.violations(config, problem) == []
+    # the seeds keep both heights
+    heights = {c["wg_m"] * c["consumers"] for c in SPACE.seed_configs(problem)}
+    assert {128, 192} <= heights
+
+
 @pytest.mark.parametrize("shape, blk_n", [("200x3584x4096", 128), ("256x3072x8192", 96),
                                           ("96x2816x2048", 64), ("192x1536x2048", 64)])
 def test_narrow_default_stages_whole_32_column_chunks(shape, blk_n):

@@ -322,6 +322,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           take 256 (held-out study: 777x18176x4544 210 us vs 290 with 128, 240 with 192;
           1024x28672x3584 311 vs 335 with 128); tiles wider than 256 (WIDE_BLK_N) where they
           fit in two waves (700x6144x16384: one wave of 128x288, 1.22x two of 128x192);
+          192-row tiles where they clearly cut waves x area, as for large shapes (_rows_192);
           persistent with grouped raster, TMA-store epilogue, the deepest ring that fits.
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
@@ -375,6 +376,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                                                            blk_k=64))
             if M <= 2 * 128:
                 config = self._swapped_over_m(problem, config)
+            else:
+                config = self._rows_192(problem, config)
         if self._grid(problem, config) >= H100_SMS // 2:
             return config
         return self._narrow_tiles(problem)
@@ -419,11 +422,21 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
                                 cluster=LARGE_CLUSTER, swap_ab=swap)
         config = config if blk_n == 256 else self._deepest(problem, config)
-        fewest = min(waves(192, n) * n for n in ROWS_192_BLK_N)
+        return self._rows_192(problem, config)
+
+    def _rows_192(self, problem: Problem, config: Config) -> Config:
+        """`config` (128-row tiles) or 192-row tiles (three 64-row consumers, ROWS_192_BLK_N
+        wide: the widest within ROWS_192_WIDEST_WITHIN of the fewest waves x BLK_N) where they
+        cut waves x tile area by >= ROWS_192_MIN_GAIN. Medium shapes too: at 919x14336x12288
+        and 947x14336x3584, 3 waves of 192x192 against 4 of 128x256 (.../s15/power)."""
+        def area(rows, n, swap=False):
+            return _tile_waves(problem, rows, n, swap) * rows * n
+
+        fewest = min(area(192, n) / 192 for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
-                   if waves(192, n) * n <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
-        cut = 1 - ROWS_192_MIN_GAIN
-        if waves(192, wide) * 192 * wide <= cut * cost((blk_n, swap)) * 128:
+                   if area(192, n) / 192 <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
+        tiled = area(128, config["blk_n"], config["swap_ab"])
+        if area(192, wide) <= (1 - ROWS_192_MIN_GAIN) * tiled:
             return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
                                            "swap_ab": False})
         return config
@@ -515,6 +528,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                      v(epilogue="reg"), v(blk_n=256, cluster="2x1"),
                      v(split_k=2, persistent=False, epilogue="reg")] + self._narrow_family(problem)
             tries += self._wide_tiles(problem, v)
+            # 192-row tiles of three consumers, and 128-row ones where the default took those
+            tries += [v(wg_m=64, consumers=c, blk_n=n, swap_ab=False, split_k=1)
+                      for c, widths in ((3, ROWS_192_BLK_N), (2, MEDIUM_BLK_N)) for n in widths]
             if M <= 2 * 256:
                 # cuBLAS's choice at 217x3840x15360 (nvjet 64x112 in 4x2 clusters): swapped,
                 # M in two tiles of one 1x2 pair, so each weight tile is loaded once for all
