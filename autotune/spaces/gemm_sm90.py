@@ -167,6 +167,12 @@ ROWS_192_BLK_N = (192, 160)
 LARGE_CLUSTER = "1x1"
 ROWS_192_WIDEST_WITHIN = 0.03
 ROWS_192_MIN_GAIN = 0.08
+# Medium shapes (M <= 1024) run below the power cap, so a 6% cut already pays: held busy, 192x160
+# against 128x256 tiles where it cuts waves x area 6.25%, 1.012, 1.002, 1.029, 1.050, 0.990,
+# 1.017, 1.027, 1.047, 1.053x at 327x9216x9216, 331x8960x2560, 333x18432x2304,
+# 517x6144x32768, 600x5120x13824, 606x5120x2048, 729x4304x1152, 953x8192x3840, 684x4864x7168
+# (studies/2026-11-24-h100-gemm-s15/power*).
+MEDIUM_ROWS_192_MIN_GAIN = 0.05
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -377,7 +383,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if M <= 2 * 128:
                 config = self._swapped_over_m(problem, config)
             else:
-                config = self._rows_192(problem, config)
+                config = self._rows_192(problem, config, MEDIUM_ROWS_192_MIN_GAIN)
         if self._grid(problem, config) >= H100_SMS // 2:
             return config
         return self._narrow_tiles(problem)
@@ -424,11 +430,13 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         config = config if blk_n == 256 else self._deepest(problem, config)
         return self._rows_192(problem, config)
 
-    def _rows_192(self, problem: Problem, config: Config) -> Config:
+    def _rows_192(self, problem: Problem, config: Config,
+                  min_gain: float = ROWS_192_MIN_GAIN) -> Config:
         """`config` (128-row tiles) or 192-row tiles (three 64-row consumers, ROWS_192_BLK_N
         wide: the widest within ROWS_192_WIDEST_WITHIN of the fewest waves x BLK_N) where they
-        cut waves x tile area by >= ROWS_192_MIN_GAIN. Medium shapes too: at 919x14336x12288
-        and 947x14336x3584, 3 waves of 192x192 against 4 of 128x256 (.../s15/power)."""
+        cut waves x tile area by >= `min_gain`. Medium shapes too: held busy, 3 waves of
+        192x192 against 4 of 128x256 at 919x14336x12288 and 947x14336x3584, 1.143x and 1.125x
+        (1.028x and 1.013x cuBLAS; studies/2026-11-24-h100-gemm-s15/power)."""
         def area(rows, n, swap=False):
             return _tile_waves(problem, rows, n, swap) * rows * n
 
@@ -436,7 +444,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         wide = max(n for n in ROWS_192_BLK_N
                    if area(192, n) / 192 <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
         tiled = area(128, config["blk_n"], config["swap_ab"])
-        if area(192, wide) <= (1 - ROWS_192_MIN_GAIN) * tiled:
+        if area(192, wide) <= (1 - min_gain) * tiled:
             return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
                                            "swap_ab": False})
         return config
