@@ -12,7 +12,8 @@
 # judge4: studies/unseen_gemm_2026-11-24-s15.md (committed before measuring), compare from the
 #   committed store with first use on (4); study: an 8-trial study of each of those shapes;
 #   after: compare with its store; tests: the GPU tests (gpu_suite_common.sh); suite: the
-#   23-shape suite from the committed store.
+#   23-shape suite from the committed store; judge4b: the second list,
+#   studies/unseen_gemm_2026-11-24-s15b.md, as judge4.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
@@ -20,6 +21,11 @@ case $1 in
 judge0|judge4|study|after)
   source scripts/gpu_env.sh
   unseen_step $1 studies/unseen_gemm_2026-11-24-s15.md s15
+  ;;
+judge4b)
+  source scripts/gpu_env.sh
+  sha256sum $STORE | tee $R/store.sha256
+  judge_unseen studies/unseen_gemm_2026-11-24-s15b.md s15b 4 460
   ;;
 suite)
   source scripts/gpu_env.sh
@@ -44,7 +50,7 @@ power)
   timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
   echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
   ;;
-*) echo "usage: gpu_suite_s15.sh stage|site|power|judge4|study|after|tests|suite" >&2
+*) echo "usage: gpu_suite_s15.sh stage|site|power|judge4|study|after|tests|suite|judge4b" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
