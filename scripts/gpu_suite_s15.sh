@@ -13,7 +13,8 @@
 #   committed store with first use on (4); study: an 8-trial study of each of those shapes;
 #   after: compare with its store; tests: the GPU tests (gpu_suite_common.sh); suite: the
 #   23-shape suite from the committed store; judge4b: the second list,
-#   studies/unseen_gemm_2026-11-24-s15b.md, as judge4.
+#   studies/unseen_gemm_2026-11-24-s15b.md, as judge4; studyb: an 8-trial study of each of its
+#   shapes (its final round times the default and cuBLAS beside the winner).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
@@ -26,6 +27,10 @@ judge4b)
   source scripts/gpu_env.sh
   sha256sum $STORE | tee $R/store.sha256
   judge_unseen studies/unseen_gemm_2026-11-24-s15b.md s15b 4 460
+  ;;
+studyb)
+  source scripts/gpu_env.sh
+  study_unseen studies/unseen_gemm_2026-11-24-s15b.md s15b
   ;;
 suite)
   source scripts/gpu_env.sh
@@ -50,7 +55,7 @@ power)
   timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
   echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
   ;;
-*) echo "usage: gpu_suite_s15.sh stage|site|power|judge4|study|after|tests|suite|judge4b" >&2
+*) echo "usage: gpu_suite_s15.sh stage|site|power|judge4|study|after|tests|suite|judge4b|studyb" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
