@@ -2,7 +2,8 @@
 # folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
-# attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy and gpu_tests.
+# attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
+# variants_vendor, suite_compare and gpu_tests.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -122,6 +123,23 @@ held_busy() {  # no TVM: each line of ./variants.txt (a shape, then JSON configs
     timeout 100 python3 scripts/power.py $shape $R/power_$shape.csv "${VARIANTS[@]}" 2>&1 \
       | tail -n $((${#VARIANTS[@]} + 2)) | cut -c1-60,190-
   done < variants.txt
+}
+variants_vendor() {  # the kernels cuBLAS runs at ./variants.txt's shapes -> $R/cublas_kernels.json
+  timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
+  echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
+}
+suite_compare() {  # the 23-shape suite (gemm_sm90's SUITE) from the committed store $STORE:
+  # our kernel alone, the default, cuBLAS and dispatch -> $R/suite
+  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)")
+  IDX=$SCRATCH/suite-idx
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE \
+    --shapes $SUITE --no-stored --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout 380 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
+    --subset "M<=256" --subset "M>1024" --out $R/suite > $R/suite.log 2>&1
+  echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
+  kill %1
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
   # the GEMM plugin's conformance kit, its timed check

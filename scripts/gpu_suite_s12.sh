@@ -32,16 +32,7 @@ vendor)
   echo "vendor rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/vendor.log
   ;;
 suite)
-  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)")
-  IDX=$SCRATCH/suite-idx
-  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --shapes $SUITE \
-    --no-stored --out $IDX --procs 15 > $R/prebuild.log 2>&1
-  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
-  sample_clocks $R/clocks.csv
-  timeout 380 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
-    --subset "M<=256" --subset "M>1024" --out $R/suite > $R/suite.log 2>&1
-  echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
-  kill %1
+  suite_compare
   ;;
 swap|swaptma)
   cp swap_variants.txt $R/

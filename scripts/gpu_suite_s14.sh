@@ -32,8 +32,7 @@ tests)
   ;;
 power)
   held_busy
-  timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
-  echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
+  variants_vendor
   ;;
 *) echo "usage: gpu_suite_s14.sh stage|site|power|judge4|study|after|tests|judge4b" >&2
    exit 2 ;;

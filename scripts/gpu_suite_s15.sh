@@ -35,16 +35,7 @@ studyb)
 suite)
   source scripts/gpu_env.sh
   sha256sum $STORE | tee $R/store.sha256
-  SUITE=$(python3 -c "from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)")
-  IDX=$SCRATCH/suite-idx
-  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE \
-    --shapes $SUITE --no-stored --out $IDX --procs 15 > $R/prebuild.log 2>&1
-  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
-  sample_clocks $R/clocks.csv
-  timeout 380 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
-    --subset "M<=256" --subset "M>1024" --out $R/suite > $R/suite.log 2>&1
-  echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
-  kill %1
+  suite_compare
   ;;
 tests)
   source scripts/gpu_env.sh
@@ -52,8 +43,7 @@ tests)
   ;;
 power)
   held_busy
-  timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
-  echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
+  variants_vendor
   ;;
 *) echo "usage: gpu_suite_s15.sh stage|site|power|judge4|study|after|tests|suite|judge4b|studyb" >&2
    exit 2 ;;

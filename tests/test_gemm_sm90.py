@@ -176,7 +176,8 @@ def _compile_and_check(problem, config, tmp_path):
 
     art = tirx.build(SPACE.build(config, problem), SPACE.arch, cache_dir=tmp_path)
     res = art.resources
-    assert res.spill_bytes == 0 and res.stack_frame_bytes == 0, (problem.key, sorted(config.items()), res)
+    assert res.spill_bytes == 0 and res.stack_frame_bytes == 0, (
+        problem.key, sorted(config.items()), res)
     assert res.smem_bytes <= 232448
     assert res.dynamic_smem_bytes == smem_bytes(kernel_config(config))  # the plugin's formula
     for needle in ("wgmma.mma_async", "setmaxnreg", "cp.async.bulk.tensor", "mbarrier"):

@@ -319,8 +319,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           128-row ones), BLK_N the narrowest whose tiles fit one wave, at least 64 and a
           multiple of 32 (16-column epilogue chunks are slow: _staged_width), the deepest ring,
           TMA-store epilogue, and the few-tile split below (96x2560x2560 with 48-wide tiles:
-          8.9 us against 11.6 swapped with K split in two; 128x6144x4096 20.4 against 20.9 with 128-row tiles;
-          earlier sessions' benchmarks the same at 128x4096 and 128x28672).
+          8.9 us against 11.6 swapped with K split in two; 128x6144x4096 20.4 against 20.9
+          with 128-row tiles; earlier sessions' benchmarks the same at 128x4096 and 128x28672).
         - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128, 192 or 256,
           whichever takes the fewest waves x (128 + BLK_N) (a wave's time ~ the rows of A and
           B its tiles load per K step; the widest on a tie): 512x6144 takes 128 tiles of
@@ -328,7 +328,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           take 256 (held-out study: 777x18176x4544 210 us vs 290 with 128, 240 with 192;
           1024x28672x3584 311 vs 335 with 128); tiles wider than 256 (WIDE_BLK_N) where they
           fit in two waves (700x6144x16384: one wave of 128x288, 1.22x two of 128x192);
-          192-row tiles where they clearly cut waves x area, as for large shapes (_rows_192);
+          192-row tiles where they cut waves x area by >= 5% (large shapes: 8%; _rows_192);
           persistent with grouped raster, TMA-store epilogue, the deepest ring that fits.
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
