@@ -406,6 +406,21 @@ def test_medium_default_swaps_tiles_over_all_of_m_up_to_256(shape, tile):
 
 
 @pytest.mark.parametrize("shape, tile", [
+    # 128-row tiles would pad M to 256 rows; 3 x 43 tiles of 64x192 fit one wave
+    ("134x8192x2048", (64, 192)),
+    # the tiles a study chose here
+    ("160x9216x8192", (64, 224)),
+    # 3 x 62 tiles of 64x256 would take two waves: 128-row tiles stay
+    ("168x15872x14848", (128, 256)),
+])
+def test_default_takes_64_row_tiles_up_to_192_rows_where_they_fit_one_wave(shape, tile):
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert (config["wg_m"] * config["consumers"], config["blk_n"]) == tile
+    assert not config["swap_ab"] and SPACE.violations(config, problem) == []
+
+
+@pytest.mark.parametrize("shape, tile", [
     # 5 x 75 tiles of 192x192: 3 waves, where 8 x 56 of 128x256 take 4 (-16% waves x area)
     ("919x14336x12288", (192, 192)),
     # one wave either way: 4 x 31 tiles of 192x160, 6% less area than 6 x 19 of 128x256 (held

@@ -113,6 +113,12 @@ KNOBS: dict[str, tuple] = {
     "stream_k": (False, True),
 }
 SKINNY_M = 128
+# Up to 3 x 64 rows, 128-row tiles pad M to 256 rows: the skinny rule's 64-row tiles instead,
+# where they fit one wave. At 134x8192x2048, held busy, 64x256 tiles 1.41x the 128x128 default
+# (0.935x cuBLAS; studies/2026-11-24-h100-gemm-s15/power2); 151x4544x4544 64x128 0.021 ms
+# against 0.034 (.../s10/judge); studies chose such tiles there and at 151x6144x1536,
+# 160x9216x8192 and 160x2304x9216. Not yet judged on unseen shapes.
+PADDED_M = 3 * 64
 # Decode tiles (N/64 swapped CTAs) under which split-K pays, and the CTAs it then aims for; the
 # CTAs a few-tile medium shape aims for (H100 in-block measurements: default_config).
 DECODE_SPLIT_BELOW_TILES = 24
@@ -330,6 +336,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           fit in two waves (700x6144x16384: one wave of 128x288, 1.22x two of 128x192);
           192-row tiles where they cut waves x area by >= 5% (large shapes: 8%; _rows_192);
           persistent with grouped raster, TMA-store epilogue, the deepest ring that fits.
+        - 128 < M <= 192 (PADDED_M): the skinny rule's 64-row tiles where they fit one wave
+          (128-row ones pad M to 256 rows; 134x8192x2048: 1.41x).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -375,6 +383,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         elif M <= SKINNY_M:
             return self._narrow_tiles(problem)
         else:
+            if M <= PADDED_M:
+                narrow = self._narrow_tiles(problem)
+                if self._grid(problem, narrow) <= H100_SMS:
+                    return narrow
             rows = -(-M // 128)
             widths = MEDIUM_BLK_N + tuple(n for n in WIDE_BLK_N if _waves(rows * -(-N // n)) <= 2)
             blk_n = min(widths, key=lambda n: (_waves(rows * -(-N // n)) * (128 + n), -n))
