@@ -387,9 +387,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 narrow = self._narrow_tiles(problem)
                 if self._grid(problem, narrow) <= H100_SMS:
                     return narrow
-            rows = -(-M // 128)
-            widths = MEDIUM_BLK_N + tuple(n for n in WIDE_BLK_N if _waves(rows * -(-N // n)) <= 2)
-            blk_n = min(widths, key=lambda n: (_waves(rows * -(-N // n)) * (128 + n), -n))
+            widths = MEDIUM_BLK_N + tuple(n for n in WIDE_BLK_N
+                                          if _tile_waves(problem, 128, n) <= 2)
+            blk_n = min(widths, key=lambda n: (_tile_waves(problem, 128, n) * (128 + n), -n))
             config = self._deepest(problem, self._complete(wg_m=64, consumers=2, blk_n=blk_n,
                                                            blk_k=64))
             if M <= 2 * 128:
@@ -452,9 +452,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         def area(rows, n, swap=False):
             return _tile_waves(problem, rows, n, swap) * rows * n
 
-        fewest = min(area(192, n) / 192 for n in ROWS_192_BLK_N)
+        fewest = min(area(192, n) for n in ROWS_192_BLK_N)
         wide = max(n for n in ROWS_192_BLK_N
-                   if area(192, n) / 192 <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
+                   if area(192, n) <= (1 + ROWS_192_WIDEST_WITHIN) * fewest)
         tiled = area(128, config["blk_n"], config["swap_ab"])
         if area(192, wide) <= (1 - min_gain) * tiled:
             return self._deepest(problem, {**config, "consumers": 3, "blk_n": wide,
@@ -469,13 +469,12 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         152x20480x7168 and 156x22528x8192 (swapped 192x160): held busy 1.17x and 1.15x the
         128-row default, level with cuBLAS; at 151x6144x1536 32 such tiles were 0.83x the 96 of
         128x128 (.../s14/power3)."""
-        M, N = problem["M"], problem["N"]
-        blk_n = _staged_width(M)
+        blk_n = _staged_width(problem["M"])
         rows = 192 if blk_n // 2 <= MAX_ACC_REGS[3] else 128
         swapped = {**config, "swap_ab": True, "wg_m": 64, "consumers": rows // 64,
                    "blk_n": blk_n}
-        tiled = -(-M // 128) * -(-N // config["blk_n"])
-        if _waves(-(-N // rows)) * (rows + blk_n) < _waves(tiled) * (128 + config["blk_n"]):
+        loads = _tile_waves(problem, rows, blk_n, swap=True) * (rows + blk_n)
+        if loads < _tile_waves(problem, 128, config["blk_n"]) * (128 + config["blk_n"]):
             return self._deepest(problem, swapped)
         return config
 
