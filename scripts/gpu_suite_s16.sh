@@ -10,16 +10,16 @@
 #   from the artifact index ./idx, built here by `AUTOTUNE_ARTIFACTS=idx scripts/check_configs.py
 #   --build-only`; then the kernels cuBLAS runs at those shapes (scripts/cublas_kernels.py).
 # judge4: studies/unseen_gemm_2026-11-24-padded-m.md (committed before measuring), compare from
-#   the committed store with first use on (4); tests: the GPU tests (gpu_suite_common.sh);
+#   the committed store with first use on (4); study: an 8-trial study of each of those shapes;
+#   after: compare with its store; tests: the GPU tests (gpu_suite_common.sh);
 #   suite: the 23-shape suite from the committed store.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
 case $1 in
-judge4)
+judge4|study|after)
   source scripts/gpu_env.sh
-  sha256sum $STORE | tee $R/store.sha256
-  judge_unseen studies/unseen_gemm_2026-11-24-padded-m.md padded-m 4 460
+  unseen_step $1 studies/unseen_gemm_2026-11-24-padded-m.md padded-m
   ;;
 suite)
   source scripts/gpu_env.sh
@@ -34,7 +34,7 @@ power)
   held_busy
   variants_vendor
   ;;
-*) echo "usage: gpu_suite_s16.sh stage|site|power|judge4|tests|suite" >&2
+*) echo "usage: gpu_suite_s16.sh stage|site|power|judge4|study|after|tests|suite" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
