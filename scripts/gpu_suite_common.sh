@@ -3,7 +3,7 @@
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
 # attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
-# variants_vendor, suite_compare and gpu_tests.
+# variants_vendor, suite_compare, retime_part and gpu_tests.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -139,6 +139,21 @@ suite_compare() {  # the 23-shape suite (gemm_sm90's SUITE) from the committed s
   timeout 380 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
     --subset "M<=256" --subset "M>1024" --out $R/suite > $R/suite.log 2>&1
   echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
+  kill %1
+}
+retime_part() {  # $1 a store, $2 k of $3 parts: compare on every $3-th of its shapes from the
+  # k-th (its config, today's default, the vendor op) -> $R/retime_$2 (table.csv)
+  local STORE=$1 IDX=$SCRATCH/retime-idx SHAPES=$(python3 -c "
+import sys; from autotune.store import ConfigStore
+keys = sorted(ConfigStore.read(sys.argv[1]).entries)[int(sys.argv[2]) - 1::int(sys.argv[3])]
+print(*('x'.join(f.split('=')[1] for f in k.split(',')[:3]) for k in keys))" $STORE $2 $3)
+  timeout 200 python3 -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE \
+    --shapes $SHAPES --no-stored --out $IDX --procs 15 > $R/prebuild.log 2>&1
+  echo "prebuild rc=$? at $SECONDS s" | tee -a $R/run.log
+  sample_clocks $R/clocks.csv
+  timeout $((560 - SECONDS)) autotune compare gemm --store $STORE --artifacts $IDX \
+    --shapes $SHAPES --out $R/retime_$2 > $R/retime_$2.log 2>&1
+  echo "compare rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/retime_$2.log | tail -3
   kill %1
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and

@@ -12,7 +12,9 @@
 # judge4: studies/unseen_gemm_2026-11-24-padded-m.md (committed before measuring), compare from
 #   the committed store with first use on (4); study: an 8-trial study of each of those shapes;
 #   after: compare with its store; tests: the GPU tests (gpu_suite_common.sh);
-#   suite: the 23-shape suite from the committed store.
+#   suite: the 23-shape suite from the committed store; retime1..3: `autotune compare` of a
+#   third of the committed store's shapes each (its config, today's default, cuBLAS), the
+#   tables `python -m autotune.store retime` makes the store's times the protocol's from.
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
@@ -30,11 +32,16 @@ tests)
   source scripts/gpu_env.sh
   gpu_tests
   ;;
+retime1|retime2|retime3)  # a third of the committed store's shapes each
+  source scripts/gpu_env.sh
+  sha256sum $STORE | tee $R/store.sha256
+  retime_part $STORE ${1#retime} 3
+  ;;
 power)
   held_busy
   variants_vendor
   ;;
-*) echo "usage: gpu_suite_s16.sh stage|site|power|judge4|study|after|tests|suite" >&2
+*) echo "usage: gpu_suite_s16.sh stage|site|power|judge4|study|after|tests|suite|retime1..3" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
