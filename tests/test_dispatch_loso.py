@@ -53,7 +53,8 @@ def test_a_borrowed_config_the_held_out_shape_never_timed_is_unknown_not_a_win()
 
 
 def test_a_trials_csv_row_reads_as_the_config_its_store_recorded():
-    store = ConfigStore.read(ROOT / "studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json")
+    # the H100 store as its studies exported it (graph-warm), before session 16 re-timed it
+    store = ConfigStore.read(ROOT / "studies/2026-11-25-h100-gemm-s16/retime/store_before.json")
     times = loso.trial_times(ROOT / "studies/2026-11-23-h100-gemm-s3/retune/trials.csv",
                              GemmSm90Space.added_knobs)
     shared = [k for k in times if k in store.entries]

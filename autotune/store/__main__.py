@@ -1,5 +1,6 @@
-"""python -m autotune.store export|merge|show|restamp: studies -> store files, merging,
-inspection, carrying a store over to a template whose change left its kernels alone."""
+"""python -m autotune.store export|merge|show|restamp|retime: studies -> store files, merging,
+inspection, carrying a store over to a template whose change left its kernels alone, or to the
+timing protocol from `autotune compare`'s tables."""
 
 from __future__ import annotations
 
@@ -65,6 +66,19 @@ def cmd_restamp(args) -> int:
     return 0
 
 
+def cmd_retime(args) -> int:
+    from ..spaces import get_space
+    from .retime import read_tables, retime
+
+    store = ConfigStore.read(args.file)
+    out = retime(store, get_space(store.header.space), read_tables(args.tables))
+    out.write(args.out or args.file)
+    lost = sorted(k for k, e in out.entries.items() if e.config != store.entries[k].config)
+    print(f"{args.out or args.file}: {len(out.entries)} entries re-timed ({out.header.timer}); "
+          f"{len(lost)} took today's default: {', '.join(lost) or 'none'}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autotune.store", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -87,10 +101,16 @@ def main(argv=None) -> int:
     restamp_p.add_argument("file")
     restamp_p.add_argument("--since", required=True,
                            help="git revision whose template the store was measured with")
+    retime_p = sub.add_parser("retime", help="the store's times from `autotune compare` tables "
+                              "of its shapes (the timing protocol's); a config that lost to "
+                              "today's default gives way to it")
+    retime_p.add_argument("file")
+    retime_p.add_argument("--tables", nargs="+", required=True, help="compare's table.csv files")
+    retime_p.add_argument("--out", help="store file to write (default: FILE itself)")
     args = parser.parse_args(argv)
     try:
         return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show,
-                "restamp": cmd_restamp}[args.command](args)
+                "restamp": cmd_restamp, "retime": cmd_retime}[args.command](args)
     except (UserError, FileNotFoundError) as exc:  # both name what the user got wrong
         print(f"autotune.store: error: {exc}", file=sys.stderr)
         return 2
