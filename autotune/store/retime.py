@@ -34,9 +34,10 @@ def _number(value) -> float | None:
 
 
 def read_tables(paths: list) -> pd.DataFrame:
-    """compare's table.csv files as one table by problem, its geomean rows left out."""
+    """compare's table.csv files as one table by problem, its geomean rows (e.g. "geomean
+    M<=256") left out."""
     table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
-    table = table[table["problem"].str.contains("=", na=False)]
+    table = table[table["problem"].str.match(r"\w+=", na=False)]
     twice = table["problem"][table["problem"].duplicated()].tolist()
     if twice:
         raise UserError(f"the tables time {', '.join(twice)} more than once: which one holds?")
