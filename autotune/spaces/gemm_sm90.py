@@ -117,7 +117,9 @@ SKINNY_M = 128
 # where they fit one wave. At 134x8192x2048, held busy, 64x256 tiles 1.41x the 128x128 default
 # (0.935x cuBLAS; studies/2026-11-24-h100-gemm-s15/power2); 151x4544x4544 64x128 0.021 ms
 # against 0.034 (.../s10/judge); studies chose such tiles there and at 151x6144x1536,
-# 160x9216x8192 and 160x2304x9216. Not yet judged on unseen shapes.
+# 160x9216x8192 and 160x2304x9216. Judged on 8 unseen shapes it changes (5 families, chosen
+# first: studies/unseen_gemm_2026-11-24-padded-m.md), held busy: 1.17-1.56x the 128-row default,
+# 1.32x geomean, 1.09x cuBLAS against its 0.83x (studies/2026-11-25-h100-gemm-s16/power).
 PADDED_M = 3 * 64
 # Decode tiles (N/64 swapped CTAs) under which split-K pays, and the CTAs it then aims for; the
 # CTAs a few-tile medium shape aims for (H100 in-block measurements: default_config).
