@@ -153,7 +153,8 @@ print(*('x'.join(f.split('=')[1] for f in k.split(',')[:3]) for k in keys))" $ST
   sample_clocks $R/clocks.csv
   timeout $((560 - SECONDS)) autotune compare gemm --store $STORE --artifacts $IDX \
     --shapes $SHAPES --out $R/retime_$2 > $R/retime_$2.log 2>&1
-  echo "compare rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/retime_$2.log | tail -3
+  echo "compare rc=$? at $SECONDS s" | tee -a $R/run.log
+  grep -v "^measured" $R/retime_$2.log | tail -3
   kill %1
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
