@@ -3,7 +3,7 @@
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
 # attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
-# variants_vendor, suite_compare, retime_part and gpu_tests.
+# variants_vendor, suite_compare, retime_part, gpu_tests and shared_step.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -165,6 +165,14 @@ gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated ru
   timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
     -k default_config_validates > $R/conformance.log 2>&1
   echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
+}
+shared_step() {  # $1 suite, tests or power: a step every session runs alike (suite: from the
+  # committed store $STORE)
+  case $1 in
+  suite) source scripts/gpu_env.sh; sha256sum $STORE | tee $R/store.sha256; suite_compare ;;
+  tests) source scripts/gpu_env.sh; gpu_tests ;;
+  power) held_busy; variants_vendor ;;
+  esac
 }
 if [ "$1" = stage ]; then
   mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage

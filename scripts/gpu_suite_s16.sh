@@ -23,24 +23,12 @@ judge4|study|after)
   source scripts/gpu_env.sh
   unseen_step $1 studies/unseen_gemm_2026-11-24-padded-m.md padded-m
   ;;
-suite)
-  source scripts/gpu_env.sh
-  sha256sum $STORE | tee $R/store.sha256
-  suite_compare
-  ;;
-tests)
-  source scripts/gpu_env.sh
-  gpu_tests
-  ;;
 retime1|retime2|retime3)  # a third of the committed store's shapes each
   source scripts/gpu_env.sh
   sha256sum $STORE | tee $R/store.sha256
   retime_part $STORE ${1#retime} 3
   ;;
-power)
-  held_busy
-  variants_vendor
-  ;;
+suite|tests|power) shared_step $1 ;;
 *) echo "usage: gpu_suite_s16.sh stage|site|power|judge4|study|after|tests|suite|retime1..3" >&2
    exit 2 ;;
 esac
