@@ -405,6 +405,14 @@ def test_medium_default_swaps_tiles_over_all_of_m_up_to_256(shape, tile):
     assert not SPACE.default_config(SPACE.parse_problem("151x6144x1536"))["swap_ab"]
 
 
+def unswapped_default_tile(shape):
+    """(rows, BLK_N) of the default's tiles at `shape`, checked legal and unswapped."""
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert not config["swap_ab"] and SPACE.violations(config, problem) == []
+    return config["wg_m"] * config["consumers"], config["blk_n"]
+
+
 @pytest.mark.parametrize("shape, tile", [
     # 128-row tiles would pad M to 256 rows; 3 x 43 tiles of 64x192 fit one wave
     ("134x8192x2048", (64, 192)),
@@ -414,10 +422,7 @@ def test_medium_default_swaps_tiles_over_all_of_m_up_to_256(shape, tile):
     ("168x15872x14848", (128, 256)),
 ])
 def test_default_takes_64_row_tiles_up_to_192_rows_where_they_fit_one_wave(shape, tile):
-    problem = SPACE.parse_problem(shape)
-    config = SPACE.default_config(problem)
-    assert (config["wg_m"] * config["consumers"], config["blk_n"]) == tile
-    assert not config["swap_ab"] and SPACE.violations(config, problem) == []
+    assert unswapped_default_tile(shape) == tile
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -433,9 +438,7 @@ def test_default_takes_64_row_tiles_up_to_192_rows_where_they_fit_one_wave(shape
 ])
 def test_medium_default_takes_192_row_tiles_only_for_a_clear_cut_in_waves_x_area(shape, tile):
     problem = SPACE.parse_problem(shape)
-    config = SPACE.default_config(problem)
-    assert (config["wg_m"] * config["consumers"], config["blk_n"]) == tile
-    assert not config["swap_ab"] and SPACE.violations(config, problem) == []
+    assert unswapped_default_tile(shape) == tile
     # the seeds keep both heights
     heights = {c["wg_m"] * c["consumers"] for c in SPACE.seed_configs(problem)}
     assert {128, 192} <= heights

@@ -16,7 +16,6 @@ than the stored one (dispatch served something else), stops the re-timing with i
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pandas as pd
 
@@ -29,8 +28,7 @@ EXACT_NOTE = "exact"  # compare's note where dispatch served the shape's own sto
 
 
 def _number(value) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) \
-        else float(value)
+    return None if pd.isna(value) else float(value)
 
 
 def read_tables(paths: list) -> pd.DataFrame:
