@@ -141,7 +141,7 @@ def test_an_entry_with_a_bad_key_is_skipped_with_a_warning(tmp_path):
     assert list(op.selector.entries) == [good.key]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoKernelWarning)
-        for m in (16, 7, 3000):  # exact, bucket, nearest: a legal call never raises
+        for m in (16, 7, 3000):  # exact, bucket, default: a legal call never raises
             op.route(FakeTensor(m, 4096), FakeTensor(4096, 4096))
 
 

@@ -180,10 +180,11 @@ TUNED = (gemm(16), gemm(64), gemm(128), gemm(4096), gemm(16, n=14336, k=4096),
     (gemm(33), "bucket", gemm(64)),
     (gemm(100), "bucket", gemm(128)),
     (gemm(3000), "bucket", gemm(4096)),
-    (gemm(8), "nearest", gemm(16)),  # bucket 8 is empty; M=16 is nearest
-    (gemm(300), "nearest", gemm(128)),  # bucket 512 (same N, K) is empty
+    # outside the bucket no tuned config serves untimed (only first use tries them)
+    (gemm(8), "default", None),  # bucket 8 is empty
+    (gemm(300), "default", None),  # bucket 512 (same N, K) is empty
     (gemm(500, n=6144), "bucket", gemm(512, n=6144)),
-    (gemm(500, n=6000), "nearest", gemm(512, n=6144)),  # N differs: no bucket, nearest
+    (gemm(500, n=6000), "default", None),  # N differs: no bucket
     # same dtype only; and one other shape is no evidence that a config generalises
     (gemm(16, dtype="float16"), "default", None),
     (gemm(32, dtype="float16"), "exact", gemm(32, dtype="float16")),
@@ -197,12 +198,24 @@ def test_selection_first_choice(query, reason, tuned):
         assert first.config == space.default_config(query)
 
 
+@pytest.mark.parametrize("query, nearest, tuned", [
+    (gemm(8), gemm(16), TUNED), (gemm(300), gemm(128), TUNED),
+    (gemm(500, n=6000), gemm(512, n=6144), TUNED)])
+def test_first_use_is_offered_the_nearest_config_that_dispatch_does_not_serve(query, nearest,
+                                                                              tuned):
+    space = FakeGemmSpace()
+    choices = Selector(entries(*tuned), GEMM.bucket, space.default_config).choices(query, True)
+    assert (choices[0].reason, choices[0].tuned) == ("nearest", nearest.key)
+
+
 def test_selection_order_is_exact_bucket_nearest_default():
-    choices = Selector(entries(gemm(16), gemm(9), gemm(12), gemm(64)), GEMM.bucket,
-                       FakeGemmSpace().default_config).choices(gemm(12))
-    assert [(c.reason, c.tuned) for c in choices] == [
-        ("exact", gemm(12).key), ("bucket", gemm(9).key), ("bucket", gemm(16).key),
-        ("nearest", gemm(64).key), ("default", None)]
+    selector = Selector(entries(gemm(16), gemm(9), gemm(12), gemm(64)), GEMM.bucket,
+                        FakeGemmSpace().default_config)
+    served = [("exact", gemm(12).key), ("bucket", gemm(9).key), ("bucket", gemm(16).key)]
+    assert [(c.reason, c.tuned) for c in selector.choices(gemm(12))] == [
+        *served, ("default", None)]
+    assert [(c.reason, c.tuned) for c in selector.choices(gemm(12), nearest=True)] == [
+        *served, ("nearest", gemm(64).key), ("default", None)]
 
 
 def test_no_store_means_default():
@@ -212,8 +225,8 @@ def test_no_store_means_default():
 
 # -- dispatcher --------------------------------------------------------------------------------
 @pytest.mark.parametrize("m, reason, tuned", [
-    (16, "exact", gemm(16)), (12, "bucket", gemm(16)), (8, "nearest", gemm(16)),
-    (2000, "nearest", gemm(100)),
+    (16, "exact", gemm(16)), (12, "bucket", gemm(16)), (8, "default", None),
+    (2000, "default", None),
 ])
 def test_dispatch_picks_what_the_rules_say(tmp_path, m, reason, tuned):
     op, built, _ = make_dispatcher(tmp_path, stored=(gemm(16), gemm(100), gemm(100, n=1024)))

@@ -43,13 +43,20 @@ def test_a_borrowed_config_the_held_out_shape_never_timed_is_unknown_not_a_win()
                     record(32, [(GOOD, 0.8), (DEFAULT_CFG, 1.0)]),
                     record(64, [(DEFAULT_CFG, 1.0)])])
     rows = loso.score(entries, OneDefault())
-    held = next(r for r in rows if r["shape"] == "64x4096x4096" and r["rule"] == "classes")
+    def row(shape, rule):
+        return next(r for r in rows if r["shape"] == shape and r["rule"] == rule)
+
+    held = row("64x4096x4096", "classes, nearest")
     assert (held["route"], held["chosen_ms"], held["vs_default"]) == ("borrowed", None, None)
     # M=16 left out: GOOD won on one other shape only (M=64 never timed it): the default serves
-    m16 = next(r for r in rows if r["shape"] == "16x4096x4096" and r["rule"] == "classes")
+    m16 = row("16x4096x4096", "classes, nearest")
     assert (m16["route"], m16["vs_default"], m16["vs_vendor"]) == ("default", 1.0, 2.0)
-    classes = next(s for s in loso.summary(rows) if s["what serves"] == "dispatch, classes")
-    assert classes["scored (of those)"] == "0 of 1" and classes["vs default"] == "1.000"
+    lines = {s["what serves"]: s for s in loso.summary(rows)}
+    nearest = lines["dispatch, classes, nearest"]
+    assert nearest["scored (of those)"] == "0 of 1" and nearest["vs default"] == "1.000"
+    # dispatch's rule: no bucket holds two of these shapes, so the default serves all three
+    assert {row(s, "classes")["route"] for s in ("16x4096x4096", "32x4096x4096",
+                                                 "64x4096x4096")} == {"default"}
 
 
 def test_a_trials_csv_row_reads_as_the_config_its_store_recorded():

@@ -12,7 +12,7 @@ default, 0.89x cuBLAS over 14 shapes, 9 of them under 0.9x (studies/2026-11-23-h
 rule fitted on other shapes predicted them; a few seconds of measuring on the shape does.
 
 Which configs: what dispatch would rank for the shape (configs tuned elsewhere whose records
-show they generalise, then the default), then the plugin's seeds - its alternatives that won
+show they generalise, the nearest tuned shapes' among them, then the default), then the plugin's seeds - its alternatives that won
 somewhere - in the order its cost model ranks them. Only configs with a kernel at hand count
 (memory, the artifact index, or a build where TVM is; `prebuild --first-use N` makes them for
 machines without TVM). A config replaces the default only when faster by more than NOISE: a
@@ -70,7 +70,7 @@ def store_file(space: SearchSpace, gpu: Gpu) -> Path:
 def candidates(space: SearchSpace, selector: Selector, problem: Problem, count: int) -> list[Config]:
     """The `count` configs first use times for `problem`, best bets first (module docstring);
     every one legal for it where legality can be checked here."""
-    ranked = [choice.config for choice in selector.choices(problem)]
+    ranked = [choice.config for choice in selector.choices(problem, nearest=True)]
     out: list[Config] = []
     for config in ranked + space.ranked_seed_configs(problem):
         if len(out) == count:

@@ -9,8 +9,10 @@ so), exactly as a dispatcher would for an untuned S. The route is scored with S'
 time for it: the vendor's (S's vendor_ms), the default's, or a borrowed config's where S's study
 timed that config; where it did not, the outcome is unknown (never counted as a win).
 Each rule of RULES is scored: `same-default` (peers share the default, the rule before
-classes.py), `classes` (dispatch's: peers also of the same shape class) and the latter with
-losses tolerated (what the no-loss check buys). CPU only: no GPU, no compile.
+classes.py) and `classes` with the nearest tuned shapes' configs served untimed (the rule before
+session 17: what dropping it changed), `classes` (dispatch's: peers also of the same shape class;
+borrowing within the bucket only) and the nearest rule with losses tolerated (what the no-loss
+check buys). CPU only: no GPU, no compile.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ from ..store.format import ConfigStore, Entry, config_id
 from .rules import DEFAULT, Selector
 from .classes import gemm_class
 
-# rule -> Selector arguments: the rule before classes.py, dispatch's rule, and dispatch's rule
-# with losses on peers tolerated when wins outnumber them (what the no-loss check buys)
-RULES = {"same-default": {"shape_class": None},
+# rule -> Selector arguments, and `nearest`: whether the nearest tuned shapes' configs serve
+RULES = {"same-default, nearest": {"shape_class": None, "nearest": True},
+         "classes, nearest": {"shape_class": gemm_class, "nearest": True},
          "classes": {"shape_class": gemm_class},
-         "classes, losses tolerated": {"shape_class": gemm_class, "tolerate_losses": True}}
+         "classes, nearest, losses tolerated": {"shape_class": gemm_class, "nearest": True,
+                                                "tolerate_losses": True}}
 COLUMNS = ["shape", "rule", "route", "from", "evidence", "chosen_ms", "default_ms", "vendor_ms",
            "best_ms", "vs_default", "vs_vendor"]
 
@@ -97,9 +100,10 @@ def records(stores: list[ConfigStore], trials: list[Path], space: SearchSpace) -
     return entries
 
 
-def route(selector: Selector, space: SearchSpace, problem: Problem):
-    """(choice, vendor evidence or None): what a dispatcher serves an untuned `problem` with."""
-    choice = next(c for c in selector.choices(problem)
+def route(selector: Selector, space: SearchSpace, problem: Problem, nearest: bool = False):
+    """(choice, vendor evidence or None): what a dispatcher serves an untuned `problem` with
+    (`nearest`: as it did while the nearest tuned shapes' configs served, rules.py)."""
+    choice = next(c for c in selector.choices(problem, nearest)
                   if space.is_legal(c.config, problem) is not False)
     return choice, selector.vendor_faster(problem, choice.config)
 
@@ -114,8 +118,10 @@ def score(entries: dict[str, Entry], space: SearchSpace) -> list[dict]:
         default_ms = everything.default_ms(e)
         best_ms = min([*(e.measured or {}).values(), e.time_ms, e.vendor_ms or math.inf])
         for rule, options in RULES.items():
+            options = dict(options)
+            nearest = options.pop("nearest", False)
             sel = Selector(others, space.op.bucket, space.default_config, **options)
-            choice, vendor = route(sel, space, problem)
+            choice, vendor = route(sel, space, problem, nearest)
             if vendor:
                 name, chosen, why = "vendor", e.vendor_ms, vendor
             elif choice.reason == DEFAULT:

@@ -2,20 +2,27 @@
 
 Order of configs (the dispatcher takes the first legal one with a kernel):
   1. exact: the entry tuned for this very problem;
-  2. bucket, then nearest: the configs of other tuned entries, those in the problem's bucket
-     first (the op's BucketRule: e.g. GEMM keeps N, K and the dtype and rounds M up to a power
-     of two), then the others nearest first (log-size distance) - each only if the studies'
-     records show that it generalises (below);
+  2. bucket: the configs of other tuned entries of the problem's bucket (the op's BucketRule:
+     e.g. GEMM keeps N, K and the dtype and rounds M up to a power of two: the same weights at
+     a nearby batch) - each only if the studies' records show that it generalises (below);
   3. default: the plugin's hand-tuned config, legal for every legal shape.
 
 A config tuned elsewhere generalises to a problem P when, on the tuned shapes of P's class
 (its peers: those whose hand-tuned default is P's default, and those of P's shape class,
 classes.py, e.g. a GEMM's M regime x waves x K/N), it was timed (Entry.measured) faster than
 each peer's own default by more than NOISE on at least MIN_WINS of them, and slower than it on
-none. Why: the nearest tuned shape's config, taken blindly, made an
-untuned shape 0.59x its own default on an H100 (issue 18), while the defaults generalise
-(1.00-1.03x cuBLAS in the block on shapes their rules were not written from,
-studies/2026-11-23-h100-gemm-fewtile/). With no such evidence, the default serves.
+none. Why: the nearest tuned shape's config, taken blindly, made an untuned shape 0.59x its own
+default on an H100 (issue 18), while the defaults generalise (1.00-1.03x cuBLAS in the block on
+shapes their rules were not written from, studies/2026-11-23-h100-gemm-fewtile/). With no such
+evidence, the default serves.
+
+Configs of the nearest tuned shapes outside the bucket (NEAREST, log-size distance, the same
+evidence asked) are only candidates for first use (`choices(..., nearest=True)`), which times
+them on the shape before any serves; dispatch never serves them untimed. Why: served so, with
+that evidence, they lost to the shape's own default on 14 of 17 unseen shapes timed on an H100
+over four sessions (0.69-0.95x; 0.89x geomean over the 17) and won by more than 1% on one:
+their wins on the peers were mostly on the shapes they had been tuned for (the `judge0` runs of
+studies/2026-11-24-h100-gemm-s11, -s12, -s13 and 2026-11-25-h100-gemm-s17).
 
 The vendor op serves instead (VENDOR_FASTER) when the records say it is faster beyond noise:
 for a tuned problem, its vendor_ms is under (1 - NOISE) x the entry's time; for an untuned one,
@@ -120,7 +127,9 @@ class Selector:
         refused = lost >= wins if self.tolerate_losses else lost
         return None if wins < MIN_WINS or refused else (wins, len(pairs), gain)
 
-    def choices(self, problem: Problem) -> list[Choice]:
+    def choices(self, problem: Problem, nearest: bool = False) -> list[Choice]:
+        """The configs that may serve `problem`, in the module's order; with `nearest`, also
+        the nearest tuned shapes' configs (after the bucket's): candidates for first use."""
         out = []
         exact = self.entries.get(problem.key)
         if exact is not None:
@@ -132,8 +141,8 @@ class Selector:
         default = self.default_config(problem)
         ranked = ([(k, BUCKET) for k in others
                    if bucket is not None and self.rule.bucket(self.problems[k]) == bucket]
-                  + [(k, NEAREST) for k in others
-                     if bucket is None or self.rule.bucket(self.problems[k]) != bucket])
+                  + [(k, NEAREST) for k in others if nearest
+                     and (bucket is None or self.rule.bucket(self.problems[k]) != bucket)])
         tried = [default]
         for key, reason in ranked:
             config = self.entries[key].config

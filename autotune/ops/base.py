@@ -31,7 +31,7 @@ class Op:
     name: ClassVar[str]  # autotune.load(name), torch.ops.autotune.<name>, SearchSpace.kernel
     # The problem's fields in key order: int for a size, bool for a flag (e.g. causal).
     fields: ClassVar[dict[str, type]]
-    bucket: ClassVar[BucketRule] = BucketRule()  # none: exact, then nearest, then default
+    bucket: ClassVar[BucketRule] = BucketRule()  # none: exact, then default
     # torch custom-op schema of a call, e.g. "(Tensor a, Tensor b) -> Tensor"; None: no op.
     schema: ClassVar[str | None] = None
 

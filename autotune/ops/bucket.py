@@ -1,8 +1,9 @@
 """How dispatch serves a problem nobody tuned: its bucket (BucketRule), declared by each op.
 
 A bucket keeps the fields that change a kernel's character fixed and rounds the ones that vary
-at run time (tokens, sequence length) up to a power of two: a config tuned for a problem serves
-the others of its bucket first, then the nearest tuned problems of the same dtype."""
+at run time (tokens, sequence length) up to a power of two: a config tuned for a problem may
+serve the others of its bucket; the nearest tuned problems of the same dtype are only first
+use's candidates (dispatch/rules.py)."""
 
 from __future__ import annotations
 
