@@ -121,6 +121,19 @@ SKINNY_M = 128
 # first: studies/unseen_gemm_2026-11-24-padded-m.md), held busy: 1.17-1.56x the 128-row default,
 # 1.32x geomean, 1.09x cuBLAS against its 0.83x (studies/2026-11-25-h100-gemm-s16/power).
 PADDED_M = 3 * 64
+# 64 < M <= 96, where 64-row tiles pad M by a third or more: swapped tiles, 64 rows of N by BLK_N
+# covering M (one tile column: each weight tile loaded once, as cuBLAS's 64x96 and 64x72 at
+# 96x4096x14336 and 72x1536x12288), K split in 2 or 4 until >= SWAPPED_SKINNY_CTAS CTAs stream
+# but each keeps >= SPLIT_MIN_K of K. Held busy against the 64-row default (studies/
+# 2026-11-25-h100-gemm-s17/power2): 72x1536x12288 (split 4) 1.42x, 80x5120x5120 1.22x,
+# 82x3072x23040 (split 2) 1.47x, 96x4096x14336 1.24x; split below 3072 of K lost (80x5120x5120
+# split 2: 1.01x). Fewer CTAs keep the default (96x2560x2560's 40 tiles: 11.6 us split in two
+# against 8.9 for 64x48 tiles); so do many-tile shapes (more than one wave) and M > 96, which
+# the measurements did not cover well (at 100-128 of M the default won: 100x8192x4096 0.95x,
+# 120x2048x8192 0.88x, 128x14336x4096 0.91x; 112x1024x16384 split 4 won 1.33x).
+SWAPPED_SKINNY_M = 96
+SWAPPED_SKINNY_CTAS = 64
+SPLIT_MIN_K = 3072
 # Decode tiles (N/64 swapped CTAs) under which split-K pays, and the CTAs it then aims for; the
 # CTAs a few-tile medium shape aims for (H100 in-block measurements: default_config).
 DECODE_SPLIT_BELOW_TILES = 24
@@ -329,6 +342,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           TMA-store epilogue, and the few-tile split below (96x2560x2560 with 48-wide tiles:
           8.9 us against 11.6 swapped with K split in two; 128x6144x4096 20.4 against 20.9
           with 128-row tiles; earlier sessions' benchmarks the same at 128x4096 and 128x28672).
+          Up to M = 96 where it fills 64 CTAs within one wave, swapped 64-row tiles along N
+          with BLK_N covering M and K split down to 3072 (SWAPPED_SKINNY_M: 1.22-1.47x).
         - medium, M <= 1024: 128-row tiles (two 64-row consumers), BLK_N 128, 192 or 256,
           whichever takes the fewest waves x (128 + BLK_N) (a wave's time ~ the rows of A and
           B its tiles load per K step; the widest on a tie): 512x6144 takes 128 tiles of
@@ -383,7 +398,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if M > 1024:
             config = self._large(problem)
         elif M <= SKINNY_M:
-            return self._narrow_tiles(problem)
+            swapped = self._swapped_skinny(problem) if M <= SWAPPED_SKINNY_M else None
+            return swapped or self._narrow_tiles(problem)
         else:
             if M <= PADDED_M:
                 narrow = self._narrow_tiles(problem)
@@ -479,6 +495,23 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if loads < _tile_waves(problem, 128, config["blk_n"]) * (128 + config["blk_n"]):
             return self._deepest(problem, swapped)
         return config
+
+    def _swapped_skinny(self, problem: Problem) -> Config | None:
+        """Swapped 64-row tiles along N, BLK_N covering M, K split where that fills
+        SWAPPED_SKINNY_CTAS CTAs (see SWAPPED_SKINNY_M); None where that does not fit its
+        measured range (more than one wave of tiles, too few CTAs)."""
+        tiles = -(-problem["N"] // 64)
+        if tiles > H100_SMS:
+            return None
+        base = self._complete(wg_m=64, consumers=1, blk_n=16 * -(-problem["M"] // 16),
+                              blk_k=64, persistent=False, epilogue="reg", swap_ab=True)
+        for split in (1, 2, 4):
+            config = self._deepest(problem, {**base, "split_k": split})
+            if problem["K"] < split * SPLIT_MIN_K or self.violations(config, problem):
+                return None
+            if tiles * split >= SWAPPED_SKINNY_CTAS:
+                return config
+        return None
 
     def _narrow_tiles(self, problem: Problem) -> Config:
         """64-row tiles of one consumer, the narrowest BLK_N that fits one wave, at least 64
