@@ -6,8 +6,9 @@
 #   bash scripts/gpu_suite_s17.sh judge4  # carry .bundle/tvm-b (and every step below)
 # judge4, judge0: studies/unseen_gemm_2026-11-25-s17.md (committed before measuring), compare
 #   from the committed store with first use on (4) and off (0); study: an 8-trial study of each
-#   of those shapes; after: compare with its store; grow1, grow2: `autotune compare` of half
-#   each of the 48 shapes sessions 14-16 studied and the store lacks (GROW: their study stores
+#   of those shapes; after: compare with its store; judgeb: list s17b (64 < M <= 96) from the
+#   committed store, first use off; grow1, grow2: `autotune compare` of half each of the 48
+#   shapes sessions 14-16 studied and the store lacks (GROW: their study stores
 #   merged), the tables `python -m autotune.store retime` gives them the protocol's times from
 #   before they join the store; tests, suite, power: gpu_suite_common.sh's shared steps.
 # Results: $OUT/<step>.tgz.
@@ -18,6 +19,10 @@ case $1 in
 judge0|judge4|study|after)
   source scripts/gpu_env.sh
   unseen_step $1 studies/unseen_gemm_2026-11-25-s17.md s17
+  ;;
+judgeb)  # list s17b (64 < M <= 96, committed before measuring) from the committed store
+  source scripts/gpu_env.sh
+  unseen_step judge0 studies/unseen_gemm_2026-11-25-s17b.md s17b
   ;;
 grow1|grow2)
   source scripts/gpu_env.sh

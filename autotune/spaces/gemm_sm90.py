@@ -130,7 +130,10 @@ PADDED_M = 3 * 64
 # split 2: 1.01x). Fewer CTAs keep the default (96x2560x2560's 40 tiles: 11.6 us split in two
 # against 8.9 for 64x48 tiles); so do many-tile shapes (more than one wave) and M > 96, which
 # the measurements did not cover well (at 100-128 of M the default won: 100x8192x4096 0.95x,
-# 120x2048x8192 0.88x, 128x14336x4096 0.91x; 112x1024x16384 split 4 won 1.33x).
+# 120x2048x8192 0.88x, 128x14336x4096 0.91x; 112x1024x16384 split 4 won 1.33x). Judged on the
+# 4 shapes it changes of 10 unseen ones (8 families, chosen first: studies/unseen_gemm_2026-11-
+# 25-s17b.md), held busy: 1.11-1.49x the default before it, 1.21x geomean, 1.01x cuBLAS against
+# its 0.83x (.../s17/power3).
 SWAPPED_SKINNY_M = 96
 SWAPPED_SKINNY_CTAS = 64
 SPLIT_MIN_K = 3072
