@@ -297,6 +297,34 @@ def test_large_seeds_include_swapped_192_row_tiles():
                for c in SPACE.seed_configs(problem))
 
 
+@pytest.mark.parametrize("shape, blk_n, split", [
+    ("72x1536x12288", 80, 4), ("80x5120x5120", 80, 1), ("82x3072x23040", 96, 2),
+    ("96x4096x14336", 96, 1), ("65x8448x3072", 80, 1),
+    # declined: K under 3072 per split, M > 96, more than a wave of tiles, too few CTAs
+    ("96x2560x2560", None, None), ("100x8192x4096", None, None), ("80x8512x4096", None, None),
+    ("89x1024x5120", None, None)])
+def test_skinny_default_swaps_64_row_tiles_covering_m_up_to_96(shape, blk_n, split):
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    if blk_n is None:
+        assert not config["swap_ab"]
+        return
+    assert (config["swap_ab"], config["wg_m"], config["consumers"]) == (True, 64, 1)
+    assert (config["blk_n"], config["split_k"], config["epilogue"]) == (blk_n, split, "reg")
+    ctas = -(-problem["N"] // 64) * split
+    assert ctas >= 64 and problem["K"] >= 3072 * split
+
+
+@pytest.mark.parametrize("shape", ["112x1024x16384", "120x2048x8192", "70x1536x7168"])
+def test_skinny_seeds_offer_swapped_tiles_covering_m_with_k_split(shape):
+    # where the default keeps 64-row tiles: 112x1024x16384 swapped and split 4 ran 1.33x it
+    problem = SPACE.parse_problem(shape)
+    cover = 16 * -(-problem["M"] // 16)
+    splits = {c["split_k"] for c in SPACE.seed_configs(problem)
+              if c["swap_ab"] and c["consumers"] == 1 and c["blk_n"] == cover}
+    assert {1, 2, 4} <= splits
+
+
 @pytest.mark.parametrize("shape, blk_n", [("128x6144x4096", 96), ("96x2560x2560", 64),
                                           ("128x4096x4096", 64), ("128x28672x4096", 256)])
 def test_skinny_default_takes_64_row_tiles_of_one_consumer_filling_one_wave(shape, blk_n):

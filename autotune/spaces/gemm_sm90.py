@@ -572,6 +572,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                      v(swap_ab=True, wg_m=64, consumers=2, blk_n=max(64, base["blk_n"]),
                        epilogue="reg", split_k=1),
                      v(split_k=4), v(split_k=8)]
+            # swapped tiles covering M, K split 1, 2, 4 (SWAPPED_SKINNY_M; where the default
+            # keeps 64-row tiles too: 112x1024x16384 split 4 ran 1.33x them, s17/power2)
+            tries += [v(swap_ab=True, wg_m=64, consumers=1, blk_n=16 * -(-M // 16), blk_k=64,
+                        persistent=False, epilogue="reg", cluster="1x1", split_k=s)
+                      for s in (1, 2, 4)]
             if M > 64:
                 tries += self._narrow_family(problem)
         elif M <= 1024:
