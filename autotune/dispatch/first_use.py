@@ -11,12 +11,12 @@ default, 0.89x cuBLAS over 14 shapes, 9 of them under 0.9x (studies/2026-11-23-h
 (`after`). The default's misses are shape-specific (a ragged M, a part-idle last wave) and no
 rule fitted on other shapes predicted them; a few seconds of measuring on the shape does.
 
-Which configs: what dispatch would rank for the shape (configs tuned elsewhere whose records
-show they generalise, the nearest tuned shapes' among them, then the default), then the plugin's seeds - its alternatives that won
-somewhere - in the order its cost model ranks them. Only configs with a kernel at hand count
-(memory, the artifact index, or a build where TVM is; `prebuild --first-use N` makes them for
-machines without TVM). A config replaces the default only when faster by more than NOISE: a
-3-round read of a large GEMM moves by a few % at the H100's power cap (session 7).
+Which configs: what dispatch would rank for the shape (configs tuned elsewhere whose records show
+they generalise, the nearest tuned shapes' among them, then the default), then the plugin's seeds -
+its alternatives that won somewhere - in the order its cost model ranks them. Only configs with a
+kernel at hand count (memory, the artifact index, or a build where TVM is; `prebuild --first-use N`
+makes them for machines without TVM). A config replaces the default only when faster by more than
+NOISE: a 3-round read of a large GEMM moves by a few % at the H100's power cap (session 7).
 
 The outcome persists in a store file of its own (<cache root>/first-use/<space>/<gpu>.json,
 with the GPU-and-template header every store carries: a mismatch is refused, never reused),

@@ -8,11 +8,11 @@ For each shape S with records: a Selector over every other shape's records choos
 so), exactly as a dispatcher would for an untuned S. The route is scored with S's own recorded
 time for it: the vendor's (S's vendor_ms), the default's, or a borrowed config's where S's study
 timed that config; where it did not, the outcome is unknown (never counted as a win).
-Each rule of RULES is scored: `same-default` (peers share the default, the rule before
-classes.py) and `classes` with the nearest tuned shapes' configs served untimed (the rule before
-session 17: what dropping it changed), `classes` (dispatch's: peers also of the same shape class;
-borrowing within the bucket only) and the nearest rule with losses tolerated (what the no-loss
-check buys). CPU only: no GPU, no compile.
+Each rule of RULES is scored: `classes` (dispatch's: peers share the default or the shape
+class; configs borrowed within the bucket only), the rules before it, which also served the
+nearest tuned shapes' configs untimed (`classes, nearest`, until session 17; `same-default,
+nearest`, peers sharing the default only, before classes.py), and `classes, nearest` with losses
+on peers tolerated (what the no-loss check buys). CPU only: no GPU, no compile.
 """
 
 from __future__ import annotations

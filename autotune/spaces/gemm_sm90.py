@@ -123,17 +123,17 @@ SKINNY_M = 128
 PADDED_M = 3 * 64
 # 64 < M <= 96, where 64-row tiles pad M by a third or more: swapped tiles, 64 rows of N by BLK_N
 # covering M (one tile column: each weight tile loaded once, as cuBLAS's 64x96 and 64x72 at
-# 96x4096x14336 and 72x1536x12288), K split in 2 or 4 until >= SWAPPED_SKINNY_CTAS CTAs stream
-# but each keeps >= SPLIT_MIN_K of K. Held busy against the 64-row default (studies/
-# 2026-11-25-h100-gemm-s17/power2): 72x1536x12288 (split 4) 1.42x, 80x5120x5120 1.22x,
-# 82x3072x23040 (split 2) 1.47x, 96x4096x14336 1.24x; split below 3072 of K lost (80x5120x5120
-# split 2: 1.01x). Fewer CTAs keep the default (96x2560x2560's 40 tiles: 11.6 us split in two
-# against 8.9 for 64x48 tiles); so do many-tile shapes (more than one wave) and M > 96, which
-# the measurements did not cover well (at 100-128 of M the default won: 100x8192x4096 0.95x,
-# 120x2048x8192 0.88x, 128x14336x4096 0.91x; 112x1024x16384 split 4 won 1.33x). Judged on the
-# 4 shapes it changes of 10 unseen ones (8 families, chosen first: studies/unseen_gemm_2026-11-
-# 25-s17b.md), held busy: 1.11-1.49x the default before it, 1.21x geomean, 1.01x cuBLAS against
-# its 0.83x (.../s17/power3).
+# 96x4096x14336 and 72x1536x12288), K split in 2 or 4 until >= SWAPPED_SKINNY_CTAS CTAs stream but
+# each keeps >= SPLIT_MIN_K of K. Held busy against the 64-row default
+# (studies/2026-11-25-h100-gemm-s17/power2): 72x1536x12288 (split 4) 1.42x, 80x5120x5120 1.22x,
+# 82x3072x23040 (split 2) 1.47x, 96x4096x14336 1.24x; splits under 3072 of K gave the gain back
+# (80x5120x5120 split 2: 1.01x, unsplit 1.22x). Fewer CTAs keep the default (96x2560x2560's 40
+# tiles: 11.6 us split in two against 8.9 for 64x48 tiles); so do many-tile shapes (more than one
+# wave) and M > 96, which the measurements did not cover well (at 100-128 of M the default won:
+# 100x8192x4096 0.95x, 120x2048x8192 0.88x, 128x14336x4096 0.91x; 112x1024x16384 split 4 won 1.33x).
+# Judged on the 4 shapes it changes of 10 unseen ones (8 families, chosen first:
+# studies/unseen_gemm_2026-11-25-s17b.md), held busy: 1.11-1.49x the default before it, 1.21x
+# geomean, 1.01x cuBLAS against its 0.83x (.../s17/power3).
 SWAPPED_SKINNY_M = 96
 SWAPPED_SKINNY_CTAS = 64
 SPLIT_MIN_K = 3072
