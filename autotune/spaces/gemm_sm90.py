@@ -506,15 +506,20 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         tiles = -(-problem["N"] // 64)
         if tiles > H100_SMS:
             return None
-        base = self._complete(wg_m=64, consumers=1, blk_n=16 * -(-problem["M"] // 16),
-                              blk_k=64, persistent=False, epilogue="reg", swap_ab=True)
         for split in (1, 2, 4):
-            config = self._deepest(problem, {**base, "split_k": split})
+            config = self._swapped_covering_m(problem, split)
             if problem["K"] < split * SPLIT_MIN_K or self.violations(config, problem):
                 return None
             if tiles * split >= SWAPPED_SKINNY_CTAS:
                 return config
         return None
+
+    def _swapped_covering_m(self, problem: Problem, split: int) -> Config:
+        """Swapped 64-row tiles of one consumer along N, BLK_N covering M, K split `split` ways
+        (the reg epilogue a split needs), the deepest ring."""
+        return self._deepest(problem, self._complete(
+            wg_m=64, consumers=1, blk_n=16 * -(-problem["M"] // 16), blk_k=64, persistent=False,
+            epilogue="reg", swap_ab=True, split_k=split))
 
     def _narrow_tiles(self, problem: Problem) -> Config:
         """64-row tiles of one consumer, the narrowest BLK_N that fits one wave, at least 64
@@ -574,9 +579,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                      v(split_k=4), v(split_k=8)]
             # swapped tiles covering M, K split 1, 2, 4 (SWAPPED_SKINNY_M; where the default
             # keeps 64-row tiles too: 112x1024x16384 split 4 ran 1.33x them, s17/power2)
-            tries += [v(swap_ab=True, wg_m=64, consumers=1, blk_n=16 * -(-M // 16), blk_k=64,
-                        persistent=False, epilogue="reg", cluster="1x1", split_k=s)
-                      for s in (1, 2, 4)]
+            tries += [self._swapped_covering_m(problem, s) for s in (1, 2, 4)]
             if M > 64:
                 tries += self._narrow_family(problem)
         elif M <= 1024:
