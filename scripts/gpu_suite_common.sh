@@ -143,7 +143,11 @@ suite_compare() {  # the 23-shape suite (gemm_sm90's SUITE) from the committed s
 }
 retime_part() {  # $1 a store, $2 k of $3 parts: compare on every $3-th of its shapes from the
   # k-th (its config, today's default, the vendor op) -> $R/retime_$2 (table.csv)
-  local STORE=$1 IDX=$SCRATCH/retime-idx SHAPES=$(python3 -c "
+  # (one `local` per name: a `local` line expands all its words before it assigns any, so
+  # a second name's $(...) would still read the caller's $STORE, the committed store)
+  local STORE=$1
+  local IDX=$SCRATCH/retime-idx
+  local SHAPES=$(python3 -c "
 import sys; from autotune.store import ConfigStore
 keys = sorted(ConfigStore.read(sys.argv[1]).entries)[int(sys.argv[2]) - 1::int(sys.argv[3])]
 print(*('x'.join(f.split('=')[1] for f in k.split(',')[:3]) for k in keys))" $STORE $2 $3)
