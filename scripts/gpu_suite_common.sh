@@ -111,11 +111,14 @@ unseen_step() {  # $1 a step (judge0, judge4, study, after), $2 an unseen list, 
 held_busy() {  # no TVM: each line of ./variants.txt (a shape, then JSON configs) checked against
   # the reference (scripts/check_configs.py), then held busy beside cuBLAS (scripts/power.py);
   # the kernels come from the artifact index ./idx, built where TVM is by
-  # `AUTOTUNE_ARTIFACTS=idx scripts/check_configs.py --build-only`
+  # `AUTOTUNE_ARTIFACTS=idx scripts/check_configs.py --build-only`; no shape starts after
+  # $HELD_BUSY_UNTIL seconds of the step (unset: all of them)
   python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
   export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/idx
   cp variants.txt $R/
   while read -r line; do
+    [ $SECONDS -lt ${HELD_BUSY_UNTIL:-86400} ] || { echo "held busy: out of time at $SECONDS s" \
+      "before ${line%% *}" | tee -a $R/run.log; break; }
     shape=${line%% *}; eval "VARIANTS=(${line#* })"
     python3 scripts/check_configs.py --shapes $shape --configs "${VARIANTS[@]}" \
       > $R/check_$shape.log 2>&1
