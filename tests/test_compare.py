@@ -78,3 +78,14 @@ def test_compare_of_a_corrupt_store_names_it(tmp_path, capsys):
     path.write_text("{")
     assert compare_cli(["--from-store", str(path)]) == 2
     assert "bad.json" in capsys.readouterr().err
+
+
+def test_python_m_compare_records_the_command_it_was_given(monkeypatch):
+    # the report's "command" line; `python -m autotune.compare` (what a GPU machine without
+    # the `autotune` script runs) once recorded a bare "autotune compare"
+    import autotune.compare.cli as cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "compare_main", lambda args: seen.setdefault("argv", args.argv) and 0)
+    assert compare_cli(["gemm", "--shapes", "16x4096x4096", "--first-use", "0"]) == 0
+    assert seen["argv"] == ["compare", "gemm", "--shapes", "16x4096x4096", "--first-use", "0"]

@@ -116,3 +116,26 @@ def test_the_command_line_runs_without_pytest(tmp_path):
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert "5 trials" in proc.stdout and (tmp_path / "studies" / "synthetic.db").exists()
+
+
+def test_autotune_compare_runs_without_optuna(tmp_path):
+    """`autotune compare` needs no study stack: a GPU machine with torch alone (no Optuna, no
+    Ray) runs it. Building the command line once imported Optuna for bench-samplers' choices."""
+    script = textwrap.dedent(f"""
+        import sys
+        for name in ("optuna", "ray"):
+            sys.modules[name] = None  # an import of either now fails
+        from autotune.store import ConfigStore, Entry, Header
+        from autotune.spaces.base import Problem
+        store = ConfigStore(Header(space="gemm_sm90", kernel="gemm", arch="sm_90a",
+                                   device="NVIDIA H100", template="x"))
+        key = Problem.of("bfloat16", M=16, N=4096, K=4096).key
+        store.add(Entry(key, {{"blk_n": 32}}, 0.01, default_ms=0.012, vendor_ms=0.02))
+        store.write("h100.json")
+        from autotune import cli
+        sys.exit(cli.main(["compare", "--from-store", "h100.json", "--out", "r"]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert "geomean" in proc.stdout and (tmp_path / "r" / "report.md").exists()

@@ -15,9 +15,14 @@ from ..errors import UserError
 from ..locations import results_dir
 
 
-def add_sampler_bench_command(sub) -> argparse.ArgumentParser:
-    from .samplers import SAMPLERS, STARTS
+# The starts (bench/samplers.py's docstring) and samplers a run may take. Here, not beside the
+# benchmark: building `autotune`'s parser must not import Optuna, which commands such as
+# `autotune compare` never need (a GPU machine with torch alone runs them).
+STARTS = ("cold", "default", "warm", "transfer")
+SAMPLERS = ("random", "tpe-univariate", "tpe", "gp", "cmaes", "guided")
 
+
+def add_sampler_bench_command(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("bench-samplers", help="trials each sampler needs to reach a recording's "
                                               "best, replayed with its noise, over seeds",
                        description=__doc__)

@@ -42,8 +42,6 @@ from ..study.samplers import make_sampler
 from ..study.transfer import CalibratedModel, best_candidates
 from .landscape import Landscape
 
-STARTS = ("cold", "default", "warm", "transfer")
-SAMPLERS = ("random", "tpe-univariate", "tpe", "gp", "cmaes", "guided")
 TOLERANCES = (0.01, 0.02, 0.05)
 # A sampler that keeps proposing illegal configs, or configs measured already, has stopped
 # searching (the driver's limits; GPSampler, which ignores pruned trials, repeats one illegal

@@ -11,6 +11,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autotune")
     add_compare_command(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["compare", *(sys.argv[1:] if argv is None else argv)])
+    args.argv = ["compare", *(sys.argv[1:] if argv is None else argv)]  # the report's command
     try:
         return args.func(args)
     except UserError as exc:
