@@ -300,10 +300,11 @@ def test_large_seeds_include_swapped_192_row_tiles():
 @pytest.mark.parametrize("shape, blk_n, split", [
     ("72x1536x12288", 80, 4), ("80x5120x5120", 80, 1), ("82x3072x23040", 96, 2),
     ("96x4096x14336", 96, 1), ("65x8448x3072", 80, 1), ("68x4096x2560", 80, 1),
-    ("73x21504x3072", 80, 1), ("89x1024x5120", 96, 4), ("70x1536x7168", 80, 4),
-    # declined: too few CTAs with K under 4096 to split, or even split 4 ways; M > 96
+    ("89x1024x5120", 96, 4), ("70x1536x7168", 80, 4), ("94x8448x2048", 96, 1),
+    # declined: too few CTAs with K under 4096 to split, or even split 4 ways; M > 96; more
+    # than one wave of tiles (8512 / 64 = 133 > 132 SMs)
     ("96x2560x2560", None, None), ("67x256x1152", None, None), ("72x512x4608", None, None),
-    ("100x8192x4096", None, None)])
+    ("100x8192x4096", None, None), ("73x21504x3072", None, None), ("80x8512x4096", None, None)])
 def test_skinny_default_swaps_64_row_tiles_covering_m_up_to_96(shape, blk_n, split):
     problem = SPACE.parse_problem(shape)
     config = SPACE.default_config(problem)
@@ -315,6 +316,7 @@ def test_skinny_default_swaps_64_row_tiles_covering_m_up_to_96(shape, blk_n, spl
     ctas = -(-problem["N"] // 64) * split
     # the smallest split that fills 64 CTAs, and K split only where it is >= 4096
     assert ctas >= 64 and (split == 1 or ctas // 2 < 64 and problem["K"] >= 4096)
+    assert -(-problem["N"] // 64) <= 132  # one wave
 
 
 @pytest.mark.parametrize("shape", ["112x1024x16384", "120x2048x8192", "70x1536x7168"])
