@@ -30,12 +30,21 @@ from ..store.format import ConfigStore, Entry, config_id
 from .rules import DEFAULT, Selector
 from .classes import gemm_class
 
-# rule -> Selector arguments, and `nearest`: whether the nearest tuned shapes' configs serve
-RULES = {"same-default, nearest": {"shape_class": None, "nearest": True},
-         "classes, nearest": {"shape_class": gemm_class, "nearest": True},
-         "classes": {"shape_class": gemm_class},
-         "classes, nearest, losses tolerated": {"shape_class": gemm_class, "nearest": True,
-                                                "tolerate_losses": True}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A dispatch rule scored: its Selector arguments, and whether the nearest tuned shapes'
+    configs serve untimed (`nearest`)."""
+    selector: dict
+    nearest: bool = False
+
+
+RULES = {"same-default, nearest": Rule({"shape_class": None}, nearest=True),
+         "classes, nearest": Rule({"shape_class": gemm_class}, nearest=True),
+         "classes": Rule({"shape_class": gemm_class}),
+         "classes, nearest, losses tolerated": Rule(
+             {"shape_class": gemm_class, "tolerate_losses": True}, nearest=True)}
 COLUMNS = ["shape", "rule", "route", "from", "evidence", "chosen_ms", "default_ms", "vendor_ms",
            "best_ms", "vs_default", "vs_vendor"]
 
@@ -117,11 +126,9 @@ def score(entries: dict[str, Entry], space: SearchSpace) -> list[dict]:
         others = {k: v for k, v in entries.items() if k != key}
         default_ms = everything.default_ms(e)
         best_ms = min([*(e.measured or {}).values(), e.time_ms, e.vendor_ms or math.inf])
-        for rule, options in RULES.items():
-            options = dict(options)
-            nearest = options.pop("nearest", False)
-            sel = Selector(others, space.op.bucket, space.default_config, **options)
-            choice, vendor = route(sel, space, problem, nearest)
+        for label, rule in RULES.items():
+            sel = Selector(others, space.op.bucket, space.default_config, **rule.selector)
+            choice, vendor = route(sel, space, problem, rule.nearest)
             if vendor:
                 name, chosen, why = "vendor", e.vendor_ms, vendor
             elif choice.reason == DEFAULT:
@@ -130,7 +137,7 @@ def score(entries: dict[str, Entry], space: SearchSpace) -> list[dict]:
                 name, chosen, why = "borrowed", (e.measured or {}).get(config_id(choice.config)), \
                     choice.evidence
             rows.append({
-                "shape": "x".join(str(problem[f]) for f in ("M", "N", "K")), "rule": rule,
+                "shape": "x".join(str(problem[f]) for f in ("M", "N", "K")), "rule": label,
                 "route": name, "from": choice.tuned or "", "evidence": why,
                 "chosen_ms": chosen, "default_ms": default_ms, "vendor_ms": e.vendor_ms,
                 "best_ms": best_ms,
@@ -216,7 +223,8 @@ def main(args) -> int:
     h = stores[0].header
     context = [f"date: {datetime.date.today()}",
                f"host: {platform.node()} (CPU only), Python {platform.python_version()}",
-               f"records: {h.device}, timer {h.timer}, template {h.template}, {len(entries)} shapes",
+               f"records: {h.device}, timer {h.timer}, template {h.template}, "
+               f"{len(entries)} shapes",
                "command: " + " ".join(["python -m autotune.dispatch", *args.argv])]
     text = "\n".join(context) + "\n\n" + markdown(table) + "\n"
     (out / "summary.md").write_text(text)

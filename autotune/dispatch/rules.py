@@ -135,14 +135,18 @@ class Selector:
         if exact is not None:
             out.append(Choice(exact.config, EXACT, exact.problem))
         bucket = self.rule.bucket(problem)
-        others = sorted(
-            (key for key, p in self.problems.items() if key != problem.key and p.dtype == problem.dtype),
-            key=lambda key: (self.rule.distance(problem, self.problems[key]), key))
+        others = [k for k, p in self.problems.items()
+                  if k != problem.key and p.dtype == problem.dtype]
+        in_bucket = [k for k in others
+                     if bucket is not None and self.rule.bucket(self.problems[k]) == bucket]
+
+        def by_distance(keys):  # every stored shape only where first use asks for the nearest
+            return sorted(keys, key=lambda k: (self.rule.distance(problem, self.problems[k]), k))
+
+        ranked = [(k, BUCKET) for k in by_distance(in_bucket)]
+        if nearest:
+            ranked += [(k, NEAREST) for k in by_distance(set(others) - set(in_bucket))]
         default = self.default_config(problem)
-        ranked = ([(k, BUCKET) for k in others
-                   if bucket is not None and self.rule.bucket(self.problems[k]) == bucket]
-                  + [(k, NEAREST) for k in others if nearest
-                     and (bucket is None or self.rule.bucket(self.problems[k]) != bucket)])
         tried = [default]
         for key, reason in ranked:
             config = self.entries[key].config
