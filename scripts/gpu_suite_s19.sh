@@ -6,8 +6,9 @@
 #   bash scripts/gpu_suite_s19.sh judge
 # judge: list s18b (studies/unseen_gemm_2026-11-25-s18b.md, committed before measuring) held busy,
 #   the swapped skinny default before and after session 18's revision beside cuBLAS
-#   (./variants.txt); then list s18 (studies/unseen_gemm_2026-11-25-s18.md) through `autotune
-#   compare` from the committed store, first use off; then the kernels cuBLAS ran at s18b.
+#   (./variants.txt); then list s18 (studies/unseen_gemm_2026-11-25-s18.md) through `python -m
+#   autotune.compare` from the committed store, first use off; then the kernels cuBLAS ran at
+#   s18b.
 # Results: $OUT/judge.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back

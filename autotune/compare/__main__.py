@@ -10,8 +10,9 @@ from .cli import add_compare_command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autotune")
     add_compare_command(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["compare", *(sys.argv[1:] if argv is None else argv)])
-    args.argv = ["compare", *(sys.argv[1:] if argv is None else argv)]  # the report's command
+    argv = ["compare", *(sys.argv[1:] if argv is None else argv)]
+    args = parser.parse_args(argv)
+    args.argv = argv  # the report's command line
     try:
         return args.func(args)
     except UserError as exc:

@@ -31,7 +31,6 @@ from .rules import DEFAULT, Selector
 from .classes import gemm_class
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """A dispatch rule scored: its Selector arguments, and whether the nearest tuned shapes'
