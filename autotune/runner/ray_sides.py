@@ -174,27 +174,48 @@ class RayDevices(DevicePool):
         i = next(i for k, i, _ in self._refs.values() if k == key)
         return self._began.get(i) if self._refs[self._queue(i)[0]][0] == key else None
 
+    def _get(self, ref) -> tuple[Result, bool]:
+        """A job's result, and whether its actor died before returning it."""
+        try:
+            return self._ray.get(ref), False
+        except self._ray.exceptions.RayActorError as exc:
+            return Result(None, Cause.CRASH, f"device actor died: {type(exc).__name__}"), True
+        except self._ray.exceptions.RayTaskError as exc:
+            return Result(None, Cause.ERROR, str(exc.cause if exc.cause else exc)), False
+
+    def _settle_dead(self, i: int) -> list:
+        """(key, result) of the jobs of actor `i`, which died: in the order sent, those it
+        finished, then the one it was running (the crash); the rest go to a fresh actor. A job
+        queued behind the crash reports the death too, at times first (under load, CI blamed
+        two trials for one crash), so the queue's order, not the reports', names the crash."""
+        settled = []
+        for ref in self._queue(i):
+            result, died = self._get(ref)  # resolves at once: the actor is gone
+            settled.append((self._refs.pop(ref)[0], result))
+            if died:
+                break
+        self._replace(i)
+        return settled
+
     def harvest(self):
         out = []
         ready = set(_ready_refs(self._ray, list(self._refs)))
         for ref in [r for r in self._refs if r in ready]:  # in the order sent: running first
-            if ref not in self._refs:  # queued on an actor replaced in this pass: sent again
+            if ref not in self._refs:  # settled, or sent to a fresh actor, earlier in this pass
                 continue
-            key, i, _ = self._refs.pop(ref)
-            try:
-                result = self._ray.get(ref)
-            except self._ray.exceptions.RayActorError as exc:
-                result = Result(None, Cause.CRASH, f"device actor died: {type(exc).__name__}")
-                self._replace(i)
-            except self._ray.exceptions.RayTaskError as exc:
-                result = Result(None, Cause.ERROR, str(exc.cause if exc.cause else exc))
+            i = self._refs[ref][1]
+            result, died = self._get(ref)
+            if died:
+                settled = self._settle_dead(i)
             else:
+                settled = [(self._refs.pop(ref)[0], result)]
                 if result.fatal:
                     self._replace(i)
-            if i in self._began:
-                self._began[i] = time.monotonic()  # the next, if any, began when this ended
-            result.device = self.names[i]
-            out.append((key, result))
+            for key, result in settled:
+                if i in self._began:
+                    self._began[i] = time.monotonic()  # the next, if any, began when this ended
+                result.device = self.names[i]
+                out.append((key, result))
         return out
 
     def kill(self, key: Key) -> None:
