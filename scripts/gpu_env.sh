@@ -9,11 +9,14 @@ SITE=$SCRATCH/site
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p $SITE
 [ -d $SITE/optuna ] || tar -xJf .bundle/device-site.tar.xz -C $SITE
-if [ -f .bundle/tvm-b/part ] && [ ! -d $SITE/tvm ]; then
+# TVM's second part, carried in this call or staged by an earlier one (the tree with both
+# parts and the site is over one call's 64 MiB once studies/ passed ~27 MiB)
+PART_B=.bundle/tvm-b/part && [ -f $PART_B ] || PART_B=$SCRATCH/stage/tvm.part-b
+if [ -f $PART_B ] && [ ! -d $SITE/tvm ]; then
   # The first part was copied here by an earlier call; it is gone if the machine went back idle.
   [ -f $SCRATCH/stage/tvm.part-a ] || { echo "gpu_env.sh: $SCRATCH/stage/tvm.part-a is missing:" \
     "the machine was given back since the call that staged it; stage .bundle/tvm-a again" >&2; exit 3; }
-  cat $SCRATCH/stage/tvm.part-a .bundle/tvm-b/part | tar -xJ -C $SITE
+  cat $SCRATCH/stage/tvm.part-a $PART_B | tar -xJ -C $SITE
 fi
 # Install this project (offline) so that its `autotune.spaces` entry points are registered.
 python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .

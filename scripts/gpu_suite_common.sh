@@ -1,5 +1,5 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
-# folder $R for it with the GPU's description, the `stage` step (TVM's first part, then exit),
+# folder $R for it with the GPU's description, the `stage` step (TVM's parts, then exit),
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
 # attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
@@ -89,13 +89,13 @@ study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial study of each of 
   trials_csv $DB $R/$2_trials.csv
   kill %1
 }
-after_unseen() {  # $1: an unseen list, $2: the study's name: compare with its store (carried in as
-  # <name>_store.json on a fresh machine, else the study step's): our kernel alone after a
-  # study, and the study's winner time beside compare's
+after_unseen() {  # $1: an unseen list, $2: the study's name, $3 seconds (default 560): compare
+  # with its store (carried in as <name>_store.json on a fresh machine, else the study step's):
+  # our kernel alone after a study, and the study's winner time beside compare's
   local LIST=$(unseen_list $1)
   cp $2_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/$2_store.json $R/
   sample_clocks $R/clocks.csv
-  timeout 560 autotune compare gemm --store $R/$2_store.json --shapes $LIST --subset "M<=256" \
+  timeout ${3:-560} autotune compare gemm --store $R/$2_store.json --shapes $LIST --subset "M<=256" \
     --subset "M>1024" --out $R/after > $R/after.log 2>&1
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
   kill %1
@@ -165,8 +165,8 @@ print(*('x'.join(f.split('=')[1] for f in k.split(',')[:3]) for k in keys))" $ST
   kill %1
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
-  # the GEMM plugin's conformance kit, its timed check
-  timeout 440 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
+  # the GEMM plugin's conformance kit, its timed check; $1: seconds for both (default 560)
+  timeout $((${1:-560} - 120)) python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dispatch_gpu.py \
     tests/test_attention_dispatch_gpu.py tests/test_runner_gpu_faults.py > $R/tests.log 2>&1
   echo "tests rc=$? at $SECONDS s" | tee -a $R/run.log; tail -5 $R/tests.log
   timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_sm90_conformance.py \
@@ -181,9 +181,12 @@ shared_step() {  # $1 suite, tests or power: a step every session runs alike (su
   power) held_busy; variants_vendor ;;
   esac
 }
-if [ "$1" = stage ]; then
-  mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a && ls -la $SCRATCH/stage
-  exit 0
+if [ "$1" = stage ]; then  # whichever of TVM's parts this call carries, kept for gpu_env.sh
+  mkdir -p $SCRATCH/stage
+  for part in a b; do
+    [ ! -f .bundle/tvm-$part/part ] || cp .bundle/tvm-$part/part $SCRATCH/stage/tvm.part-$part
+  done
+  ls -la $SCRATCH/stage; exit 0
 fi
 if [ "$1" = site ]; then  # the optuna/ray site gpu_env.sh would unpack, ahead of the calls that need it
   mkdir -p $SCRATCH/site && tar -xJf .bundle/device-site.tar.xz -C $SCRATCH/site
