@@ -1,6 +1,6 @@
 # Source on a GPU machine (no TVM/optuna/ray, no network) in a call that carries
-# .bundle/device-site.tar.xz (optuna, ray); with TVM, after the call that carried .bundle/tvm-a
-# (copied to $TMPDIR/stage) and with .bundle/tvm-b carried too: see README. Without TVM every
+# .bundle/device-site.tar.xz (optuna, ray); with TVM once each of its parts .bundle/tvm-a, tvm-b,
+# ... has been carried, one a call (scripts/gpu_stage.sh): see README. Without TVM every
 # kernel must come prebuilt (an artifact index, --artifacts). Scratch lives under $TMPDIR
 # (default /tmp): the machine is disposable, nothing is kept.
 set -e
@@ -9,14 +9,15 @@ SITE=$SCRATCH/site
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p $SITE
 [ -d $SITE/optuna ] || tar -xJf .bundle/device-site.tar.xz -C $SITE
-# TVM's second part, carried in this call or staged by an earlier one (the tree with both
-# parts and the site is over one call's 64 MiB once studies/ passed ~27 MiB)
-PART_B=.bundle/tvm-b/part && [ -f $PART_B ] || PART_B=$SCRATCH/stage/tvm.part-b
-if [ -f $PART_B ] && [ ! -d $SITE/tvm ]; then
-  # The first part was copied here by an earlier call; it is gone if the machine went back idle.
-  [ -f $SCRATCH/stage/tvm.part-a ] || { echo "gpu_env.sh: $SCRATCH/stage/tvm.part-a is missing:" \
-    "the machine was given back since the call that staged it; stage .bundle/tvm-a again" >&2; exit 3; }
-  cat $SCRATCH/stage/tvm.part-a $PART_B | tar -xJ -C $SITE
+# TVM, once all its parts are staged: by earlier calls (scripts/gpu_stage.sh) or carried in this one
+STAGE=$SCRATCH/stage
+if [ ! -d $SITE/tvm ] && bash scripts/gpu_stage.sh > /dev/null && [ -f $STAGE/tvm.count ]; then
+  PARTS=$(ls $STAGE/tvm-*.part | sort)
+  [ $(echo $PARTS | wc -w) = $(cat $STAGE/tvm.count) ] || {
+    echo "gpu_env.sh: $(echo $PARTS | wc -w) of TVM's $(cat $STAGE/tvm.count) parts staged" \
+      "($PARTS): the machine went back idle since a part was staged, or one was never" \
+      "carried; carry each .bundle/tvm-* once" >&2; exit 3; }
+  cat $PARTS | tar -xJ -C $SITE
 fi
 # Install this project (offline) so that its `autotune.spaces` entry points are registered.
 python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .

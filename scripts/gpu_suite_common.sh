@@ -181,12 +181,8 @@ shared_step() {  # $1 suite, tests or power: a step every session runs alike (su
   power) held_busy; variants_vendor ;;
   esac
 }
-if [ "$1" = stage ]; then  # whichever of TVM's parts this call carries, kept for gpu_env.sh
-  mkdir -p $SCRATCH/stage
-  for part in a b; do
-    [ ! -f .bundle/tvm-$part/part ] || cp .bundle/tvm-$part/part $SCRATCH/stage/tvm.part-$part
-  done
-  ls -la $SCRATCH/stage; exit 0
+if [ "$1" = stage ]; then  # the part of TVM this call carries (scripts/gpu_stage.sh)
+  bash scripts/gpu_stage.sh; exit 0
 fi
 if [ "$1" = site ]; then  # the optuna/ray site gpu_env.sh would unpack, ahead of the calls that need it
   mkdir -p $SCRATCH/site && tar -xJf .bundle/device-site.tar.xz -C $SCRATCH/site

@@ -3,9 +3,10 @@
 # step per call to one warm machine (the tree is ~31 MiB, so TVM's parts travel one a call):
 #   bash scripts/gpu_suite_s20.sh judge4  # carry build/idx4 build/idxv build/variants.txt
 #   bash scripts/gpu_suite_s20.sh stage   # carry .bundle/tvm-a
-#   bash scripts/gpu_suite_s20.sh stage   # carry .bundle/tvm-b
+#   bash scripts/gpu_suite_s20.sh stage   # carry .bundle/tvm-b (bundles cut since: a call a part)
 #   bash scripts/gpu_suite_s20.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s20.sh after   # carry nothing (TVM and the site unpacked by study)
+#   bash scripts/gpu_suite_s20.sh power   # no TVM: ./variants.txt's configs prebuilt into ./idx
 # judge4: studies/unseen_gemm_2026-11-25-s18.md (committed before measuring) through `python -m
 #   autotune.compare` from the committed store with first use on (4 configs), no TVM: every
 #   kernel prebuilt here into build/idx4 (`python -m autotune.dispatch prebuild --no-stored
@@ -44,7 +45,8 @@ after)
   after_unseen $LIST s18 240
   gpu_tests $((560 - SECONDS))
   ;;
-*) echo "usage: gpu_suite_s20.sh judge4|study|after" >&2; exit 2 ;;
+suite|tests|power) shared_step $1 ;;
+*) echo "usage: gpu_suite_s20.sh judge4|stage|study|after|suite|tests|power" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
