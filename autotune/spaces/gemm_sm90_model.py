@@ -21,7 +21,7 @@ padding tile row fixes 192-row tiles (1x2 over 2x1 at 7 tile rows) but then pref
 tiles in 1x2 pairs, which ran 1.25-1.65x slower (their CTAs load 320 operand rows a K step, not
 256). Lowering L2 to 7e12 B/s orders 22 of 27 right (24 with the padding) but ranks the 64x128
 one-consumer tiles behind the default at 151x4544x4544, where they ran 1.6x faster. Neither is
-in: the L2 traffic of a pairing needs a term of its own."""
+in; a pairing's cost is one measured factor (PAIR_SLOWDOWN), not a term of its own."""
 
 from __future__ import annotations
 
@@ -41,6 +41,14 @@ SMEM_PER_SM = 232448
 # (studies/2026-11-23-h100-gemm-s4/; its CTAs' scattered K offsets re-read operands from HBM),
 # which this model does not see: ranked behind its tiled twin by the least of those slowdowns.
 STREAM_K_SLOWDOWN = 1.2
+# A multicast pair (a 2x1 or 1x2 cluster) here loads its shared operand once, so the terms above
+# rank it 1.14x faster than its unpaired twin; over 511 such twins the H100 studies measured it
+# ran 0.87x as fast, faster in 14% (consumers starve waiting for both CTAs' loads, s13; the L2
+# traffic of 320 operand rows a K step, s9). The factor is fitted on sessions <= 12's 168
+# studies (pairwise order of their trials 0.533 -> 0.658, flat over 1.5-1.7) and held on
+# sessions 13-20's 84: 0.387 -> 0.706, the top-ranked trial's time 0.837 -> 0.962 of the
+# study's best (studies/2026-11-27-cpu-gemm-model-pairs/).
+PAIR_SLOWDOWN = 1.6
 
 
 def _wgmma_efficiency(n: int) -> float:
@@ -84,4 +92,5 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     unit_s = k_iters * max(compute_s, load_s) + MEMORY_LATENCY_S + epilogue_s
 
     floor_s = (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S
-    return max(waves * unit_s, floor_s) * 1e3 * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
+    return (max(waves * unit_s, floor_s) * 1e3 * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
+            * (PAIR_SLOWDOWN if cfg.multicast_size == 2 else 1.0))
