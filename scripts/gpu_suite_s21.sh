@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Session 21 on the GPU machine (issue 18), prepared by session 20, one step per call to one warm
+# machine; the first two need no TVM there, their kernels built here:
+#   for each line of studies/2026-11-27-h100-gemm-s20/next/variants.txt (README there):
+#     AUTOTUNE_ARTIFACTS=$PWD/build/idxnext scripts/check_configs.py --build-only ...
+#   python -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --no-stored \
+#     --first-use 4 --shapes <list s21> --out $PWD/build/idx21
+# then
+#   bash scripts/gpu_suite_s21.sh power   # carry build/idxnext
+#   bash scripts/gpu_suite_s21.sh judge   # carry build/idx21
+#   bash scripts/gpu_suite_s21.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
+#   bash scripts/gpu_suite_s21.sh study   # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s21.sh after   # the study's store; then the GPU tests
+#   bash scripts/gpu_suite_s21.sh suite   # the 23-shape suite from the committed store
+# power: the default beside swapped 256xW tiles (cuBLAS's choice at M > 256) held busy at 6
+#   seen shapes (s20/next/variants.txt); judge: studies/unseen_gemm_2026-11-27-s21.md
+#   (committed before measuring) from the committed store, first use off then on; study: an
+#   8-trial study of each of its shapes (its seeds ranked with the cost model's pair factor);
+#   after: compare with that store.
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+set +e  # a failed part is recorded in run.log; the rest and the results still come back
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+LIST=studies/unseen_gemm_2026-11-27-s21.md
+case $1 in
+power)
+  cp studies/2026-11-27-h100-gemm-s20/next/variants.txt variants.txt
+  rm -rf idx && cp -r build/idxnext idx
+  shared_step power
+  ;;
+judge)
+  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
+  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/build/idx21
+  export AUTOTUNE_CACHE=$SCRATCH/s21-cache  # first use's store file lives under it
+  sha256sum $STORE | tee $R/store.sha256
+  sample_clocks $R/clocks.csv
+  for fu in 0 4; do
+    timeout $((560 - SECONDS)) python3 -m autotune.compare gemm --store $STORE \
+      --artifacts $AUTOTUNE_ARTIFACTS --shapes $(unseen_list $LIST) --subset "M<=256" \
+      --subset "M>1024" --first-use $fu --out $R/first_use_$fu > $R/first_use_$fu.log 2>&1
+    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
+    grep -v "^measured" $R/first_use_$fu.log | tail -5
+  done
+  kill %1
+  ;;
+study)
+  source scripts/gpu_env.sh
+  study_unseen $LIST s21
+  ;;
+after)
+  source scripts/gpu_env.sh
+  after_unseen $LIST s21 240
+  gpu_tests $((560 - SECONDS))
+  ;;
+suite) shared_step suite ;;
+*) echo "usage: gpu_suite_s21.sh power|judge|stage|study|after|suite" >&2; exit 2 ;;
+esac
+echo "$1 done at $SECONDS s" | tee -a $R/run.log
+tar czf $OUT/$1.tgz -C $R .
