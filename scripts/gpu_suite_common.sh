@@ -1,7 +1,7 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's parts, then exit),
 # the `site` step (optuna and ray, then exit),
-# trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, prebuild_picks,
+# trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, judge_prebuilt, prebuild_picks,
 # attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
 # variants_vendor, suite_compare, retime_part, gpu_tests and shared_step.
 set -e
@@ -49,6 +49,23 @@ judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch
     timeout ${4:-200} autotune compare gemm --store $STORE --artifacts $IDX --shapes $LIST \
       --subset "M<=256" --subset "M>1024" --first-use $fu --out $R/first_use_$fu \
       > $R/first_use_$fu.log 2>&1
+    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
+    grep -v "^measured" $R/first_use_$fu.log | tail -5
+  done
+  kill %1
+}
+judge_prebuilt() {  # $1 an unseen list, $2 a scratch name, $3 an artifact index built where TVM
+  # is, $4 first-use counts, $5 the step's deadline in seconds (default 560): compare from the
+  # committed store $STORE through `python -m autotune.compare`, no TVM, Optuna or Ray needed
+  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
+  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$3
+  export AUTOTUNE_CACHE=$SCRATCH/$2-cache  # first use's store file lives under it
+  sha256sum $STORE | tee $R/store.sha256
+  sample_clocks $R/clocks.csv
+  for fu in $4; do
+    timeout $((${5:-560} - SECONDS)) python3 -m autotune.compare gemm --store $STORE \
+      --artifacts $3 --shapes $(unseen_list $1) --subset "M<=256" --subset "M>1024" \
+      --first-use $fu --out $R/first_use_$fu > $R/first_use_$fu.log 2>&1
     echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
     grep -v "^measured" $R/first_use_$fu.log | tail -5
   done

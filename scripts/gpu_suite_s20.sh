@@ -22,17 +22,7 @@ STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed stor
 LIST=studies/unseen_gemm_2026-11-25-s18.md
 case $1 in
 judge4)
-  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
-  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/build/idx4
-  export AUTOTUNE_CACHE=$SCRATCH/s18-cache  # first use's store file lives under it
-  sha256sum $STORE | tee $R/store.sha256
-  sample_clocks $R/clocks.csv
-  timeout 480 python3 -m autotune.compare gemm --store $STORE --artifacts $AUTOTUNE_ARTIFACTS \
-    --shapes $(unseen_list $LIST) --subset "M<=256" --subset "M>1024" --first-use 4 \
-    --out $R/first_use_4 > $R/first_use_4.log 2>&1
-  echo "first use 4 rc=$? at $SECONDS s" | tee -a $R/run.log
-  grep -v "^measured" $R/first_use_4.log | tail -5
-  kill %1
+  judge_prebuilt $LIST s18 $PWD/build/idx4 4 480
   cp build/variants.txt variants.txt && rm -rf idx && cp -r build/idxv idx
   if [ $SECONDS -lt 470 ]; then HELD_BUSY_UNTIL=500 held_busy; variants_vendor; fi
   ;;

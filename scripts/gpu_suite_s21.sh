@@ -29,19 +29,7 @@ power)
   shared_step power
   ;;
 judge)
-  python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
-  export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$PWD/build/idx21
-  export AUTOTUNE_CACHE=$SCRATCH/s21-cache  # first use's store file lives under it
-  sha256sum $STORE | tee $R/store.sha256
-  sample_clocks $R/clocks.csv
-  for fu in 0 4; do
-    timeout $((560 - SECONDS)) python3 -m autotune.compare gemm --store $STORE \
-      --artifacts $AUTOTUNE_ARTIFACTS --shapes $(unseen_list $LIST) --subset "M<=256" \
-      --subset "M>1024" --first-use $fu --out $R/first_use_$fu > $R/first_use_$fu.log 2>&1
-    echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
-    grep -v "^measured" $R/first_use_$fu.log | tail -5
-  done
-  kill %1
+  judge_prebuilt $LIST s21 $PWD/build/idx21 "0 4"
   ;;
 study)
   source scripts/gpu_env.sh
