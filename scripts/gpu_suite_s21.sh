@@ -8,6 +8,7 @@
 # then
 #   bash scripts/gpu_suite_s21.sh power   # carry build/idxnext
 #   bash scripts/gpu_suite_s21.sh judge   # carry build/idx21
+#   bash scripts/gpu_suite_s21.sh fill    # carry build/idxfill (studies/2026-11-28-h100-gemm-s21/fill)
 #   bash scripts/gpu_suite_s21.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s21.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s21.sh after   # the study's store; then the GPU tests
@@ -28,6 +29,11 @@ power)
   rm -rf idx && cp -r build/idxnext idx
   shared_step power
   ;;
+fill)  # added in session 21: few-tile shapes (M > 256, long K), carry build/idxfill
+  cp studies/2026-11-28-h100-gemm-s21/fill/variants.txt variants.txt
+  rm -rf idx && cp -r build/idxfill idx
+  shared_step power
+  ;;
 judge)
   judge_prebuilt $LIST s21 $PWD/build/idx21 "0 4"
   ;;
@@ -41,7 +47,7 @@ after)
   gpu_tests $((560 - SECONDS))
   ;;
 suite) shared_step suite ;;
-*) echo "usage: gpu_suite_s21.sh power|judge|stage|study|after|suite" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s21.sh power|judge|fill|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
