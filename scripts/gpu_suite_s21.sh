@@ -9,6 +9,8 @@
 #   bash scripts/gpu_suite_s21.sh power   # carry build/idxnext
 #   bash scripts/gpu_suite_s21.sh judge   # carry build/idx21
 #   bash scripts/gpu_suite_s21.sh fill    # carry build/idxfill (studies/2026-11-28-h100-gemm-s21/fill)
+#   bash scripts/gpu_suite_s21.sh fill2   # carry build/idxfill2 (.../fill2)
+#   bash scripts/gpu_suite_s21.sh judgeb  # carry build/idx21b (.../judgeb; list s21b)
 #   bash scripts/gpu_suite_s21.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s21.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s21.sh after   # the study's store; then the GPU tests
@@ -34,6 +36,18 @@ fill)  # added in session 21: few-tile shapes (M > 256, long K), carry build/idx
   rm -rf idx && cp -r build/idxfill idx
   shared_step power
   ;;
+fill2)  # then 128-row tiles, the narrowest width in one wave (cuBLAS's 128x72-80 there)
+  cp studies/2026-11-28-h100-gemm-s21/fill2/variants.txt variants.txt
+  rm -rf idx && cp -r build/idxfill2 idx
+  shared_step power
+  ;;
+judgeb)  # the few-tile rule on list s21b: held busy against the default before it at the 7
+  # shapes it changes, then the list from the committed store; carry build/idx21b
+  cp studies/2026-11-28-h100-gemm-s21/judgeb/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx21b idx
+  HELD_BUSY_UNTIL=200 held_busy; variants_vendor
+  judge_prebuilt studies/unseen_gemm_2026-11-28-s21b.md s21b $PWD/build/idx21b 0 430
+  ;;
 judge)
   judge_prebuilt $LIST s21 $PWD/build/idx21 "0 4"
   ;;
@@ -47,7 +61,7 @@ after)
   gpu_tests $((560 - SECONDS))
   ;;
 suite) shared_step suite ;;
-*) echo "usage: gpu_suite_s21.sh power|judge|fill|stage|study|after|suite" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s21.sh power|judge|fill|fill2|judgeb|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
