@@ -204,18 +204,6 @@ ROWS_192_MIN_GAIN = 0.08
 # 517x6144x32768, 600x5120x13824, 606x5120x2048, 729x4304x1152, 953x8192x3840, 684x4864x7168
 # (studies/2026-11-24-h100-gemm-s15/power*).
 MEDIUM_ROWS_192_MIN_GAIN = 0.05
-# Few tiles, long K (M > 128): where 128-row tiles keep many SMs idle (72-80 CTAs), the skinny
-# rule's 64-row tiles of one consumer in one wave, where they launch >= 1.4x the CTAs at
-# BLK_N <= 160 and K >= 8192. Held busy against the default, twice each
-# (studies/2026-11-28-h100-gemm-s21/fill, fill2): 64x160 1800x640x14336 1.307, 1.275x (1.25x
-# cuBLAS), 900x1280x8192 1.286, 1.217x, 1536x768x8192 1.082, 1.083x; 64x192 lost at
-# 1200x1024x8192 (0.911, 0.802x), and 64x256 tiles, no more CTAs there, tied at 3072x512x12288
-# and 5000x256x8192 (0.97-1.01x). Lost there too: K split in 2 to fill the SMs (0.90-1.10x,
-# 1.28x once), stream-K (0.86-0.96x), 128-row tiles 72-112 wide in one wave, cuBLAS's choice
-# (128x72-80 in clusters; ours 0.75-0.97x).
-FEW_TILE_MIN_CTA_GAIN = 1.4
-FEW_TILE_MAX_BLK_N = 160
-FEW_TILE_MIN_K = 8192
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -436,20 +424,14 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 config = self._swapped_over_m(problem, config)
             else:
                 config = self._rows_192(problem, config, MEDIUM_ROWS_192_MIN_GAIN)
+        # Not taken above half the SMs (72-84 CTAs of 128x128 at long K), where nothing held
+        # up on unseen shapes: one wave of 64x128-160 one-consumer tiles ran 1.08-1.31x at 3 of
+        # 6 training shapes but 0.71-0.90x at 5 of 7 unseen ones (1.22-1.28x at two); K split
+        # in 2, stream-K and 128x72-112 tiles (cuBLAS's width) lost or tied
+        # (studies/2026-11-28-h100-gemm-s21/: fill, fill2, judgeb).
         if self._grid(problem, config) >= H100_SMS // 2:
-            return self._few_tiles(problem, config)
-        return self._narrow_tiles(problem)
-
-    def _few_tiles(self, problem: Problem, config: Config) -> Config:
-        """The skinny rule's 64-row tiles (_narrow_tiles) over `config` where its tiles leave
-        SMs idle and those fill them (FEW_TILE_*)."""
-        if problem["K"] < FEW_TILE_MIN_K:
             return config
-        narrow = self._narrow_tiles(problem)
-        if (narrow["blk_n"] <= FEW_TILE_MAX_BLK_N and narrow["split_k"] == 1 and
-                self._grid(problem, narrow) >= FEW_TILE_MIN_CTA_GAIN * self._grid(problem, config)):
-            return narrow
-        return config
+        return self._narrow_tiles(problem)
 
     def _large(self, problem: Problem) -> Config:
         """128-row tiles of two consumers, no cluster, persistent. BLK_N 256, unless those
