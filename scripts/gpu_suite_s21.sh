@@ -8,7 +8,7 @@
 # then
 #   bash scripts/gpu_suite_s21.sh power   # carry build/idxnext
 #   bash scripts/gpu_suite_s21.sh judge   # carry build/idx21
-#   bash scripts/gpu_suite_s21.sh fill    # carry build/idxfill (studies/2026-11-28-h100-gemm-s21/fill)
+#   bash scripts/gpu_suite_s21.sh fill    # carry build/idxfill (studies/2026-11-28-h100-gemm-s21/)
 #   bash scripts/gpu_suite_s21.sh fill2   # carry build/idxfill2 (.../fill2)
 #   bash scripts/gpu_suite_s21.sh judgeb  # carry build/idx21b (.../judgeb; list s21b)
 #   bash scripts/gpu_suite_s21.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
@@ -61,7 +61,8 @@ after)
   gpu_tests $((560 - SECONDS))
   ;;
 suite) shared_step suite ;;
-*) echo "usage: gpu_suite_s21.sh power|judge|fill|fill2|judgeb|stage|study|after|suite" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s21.sh power|judge|fill|fill2|judgeb|stage|study|after|suite" >&2
+   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 22 on the GPU machine (issue 18), prepared by session 21, one step per call to one warm
+# machine; `exact` needs no TVM there, its kernels built here:
+#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"
+#     AUTOTUNE_ARTIFACTS=$PWD/build/idx22 .venv/bin/python scripts/check_configs.py --build-only \
+#       --procs 2 --shapes $shape --configs "${V[@]}"
+#   done < studies/2026-11-28-h100-gemm-s21/next22/variants.txt
+# then
+#   bash scripts/gpu_suite_s22.sh exact   # carry build/idx22 (~4 GPU minutes)
+#   bash scripts/gpu_suite_s22.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
+#   bash scripts/gpu_suite_s22.sh study   # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s22.sh after   # the study's store; then the GPU tests
+#   bash scripts/gpu_suite_s22.sh suite   # the 23-shape suite from the committed store
+# exact: list s22 (studies/unseen_gemm_2026-11-28-s22.md, committed before measuring), held
+#   busy: the default, 64-row tiles in one wave (TMA-store and register epilogues), cuBLAS;
+# study: an 8-trial study of each shape of list s21 (studies/unseen_gemm_2026-11-27-s21.md,
+#   its compare from the store run in session 21); after: compare with that store.
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+set +e  # a failed part is recorded in run.log; the rest and the results still come back
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+LIST=studies/unseen_gemm_2026-11-27-s21.md
+case $1 in
+exact)
+  cp studies/2026-11-28-h100-gemm-s21/next22/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx22 idx
+  shared_step power
+  ;;
+study)
+  source scripts/gpu_env.sh
+  study_unseen $LIST s21
+  ;;
+after)
+  source scripts/gpu_env.sh
+  after_unseen $LIST s21 240
+  gpu_tests $((560 - SECONDS))
+  ;;
+suite) shared_step suite ;;
+*) echo "usage: gpu_suite_s22.sh exact|stage|study|after|suite" >&2; exit 2 ;;
+esac
+echo "$1 done at $SECONDS s" | tee -a $R/run.log
+tar czf $OUT/$1.tgz -C $R .
