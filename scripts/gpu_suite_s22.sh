@@ -16,26 +16,17 @@
 # study: an 8-trial study of each shape of list s21 (studies/unseen_gemm_2026-11-27-s21.md,
 #   its compare from the store run in session 21); after: compare with that store.
 # Results: $OUT/<step>.tgz.
+case $1 in  # list s21's study, after, the suite and staging: as session 21 prepared them
+  stage|study|after|suite) exec bash scripts/gpu_suite_s21.sh "$1" ;;
+esac
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
-STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
-LIST=studies/unseen_gemm_2026-11-27-s21.md
 case $1 in
 exact)
   cp studies/2026-11-28-h100-gemm-s21/next22/variants.txt variants.txt
   rm -rf idx && cp -r build/idx22 idx
   shared_step power
   ;;
-study)
-  source scripts/gpu_env.sh
-  study_unseen $LIST s21
-  ;;
-after)
-  source scripts/gpu_env.sh
-  after_unseen $LIST s21 240
-  gpu_tests $((560 - SECONDS))
-  ;;
-suite) shared_step suite ;;
 *) echo "usage: gpu_suite_s22.sh exact|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
