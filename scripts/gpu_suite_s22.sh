@@ -7,12 +7,15 @@
 #   done < studies/2026-11-28-h100-gemm-s21/next22/variants.txt
 # then
 #   bash scripts/gpu_suite_s22.sh exact   # carry build/idx22 (~4 GPU minutes)
+#   bash scripts/gpu_suite_s22.sh rule    # carry build/idx22b, built alike from rule22b/
 #   bash scripts/gpu_suite_s22.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s22.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s22.sh after   # the study's store; then the GPU tests
 #   bash scripts/gpu_suite_s22.sh suite   # the 23-shape suite from the committed store
 # exact: list s22 (studies/unseen_gemm_2026-11-28-s22.md, committed before measuring), held
 #   busy: the default, 64-row tiles in one wave (TMA-store and register epilogues), cuBLAS;
+# rule: list s22b (studies/unseen_gemm_2026-11-28-s22b.md, committed before measuring), held
+#   busy: the default before the exact-width rule, the rule's tiles, cuBLAS;
 # study: an 8-trial study of each shape of list s21 (studies/unseen_gemm_2026-11-27-s21.md,
 #   its compare from the store run in session 21); after: compare with that store.
 # Results: $OUT/<step>.tgz.
@@ -27,7 +30,12 @@ exact)
   rm -rf idx && cp -r build/idx22 idx
   shared_step power
   ;;
-*) echo "usage: gpu_suite_s22.sh exact|stage|study|after|suite" >&2; exit 2 ;;
+rule)
+  cp studies/2026-11-28-h100-gemm-s22/rule22b/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx22b idx
+  shared_step power
+  ;;
+*) echo "usage: gpu_suite_s22.sh exact|rule|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .

@@ -354,6 +354,29 @@ def test_few_tile_default_takes_64_row_tiles_of_one_consumer(shape, split):
     assert geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid >= 48
 
 
+@pytest.mark.parametrize("shape, blk_n", [
+    # list s22's exact widths (H100, held busy: 1.17-1.36x the 128x128 default): the narrowest
+    # that divides N; 746x1344 takes 192 (84 CTAs), 128 would pad the last column (132)
+    ("1779x640x20480", 160), ("695x1408x18432", 128), ("746x1344x11008", 192),
+    ("2816x320x16384", 160),
+    # declined: no width divides N in one wave (544 = 17 x 32; 1024: 128 takes 152 CTAs, 256 no
+    # more than the default's 80), too few more CTAs (64x256: 96 against 96), K under 8192,
+    # SMs already busy (4096x640: 128x160 tiles fill 128)
+    ("2106x544x24576", None), ("1200x1024x8192", None), ("3072x512x12288", None),
+    ("1779x640x4096", None), ("4096x640x16384", None)])
+def test_few_tile_long_k_default_takes_64_row_tiles_only_of_a_width_dividing_n(shape, blk_n):
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    narrow = (config["wg_m"], config["consumers"], config["persistent"]) == (64, 1, False)
+    if blk_n is None:
+        assert not narrow
+        return
+    assert narrow and (config["blk_n"], config["split_k"]) == (blk_n, 1)
+    assert problem["N"] % blk_n == 0
+    grid = geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid
+    assert grid <= 132
+
+
 @pytest.mark.parametrize("shape, split", [("64x768x4096", 4), ("16x1024x4096", 4),
                                           ("48x1280x2560", 4), ("8x520x4096", 4),
                                           ("1x2048x2048", 1), ("1x4096x4096", 1)])

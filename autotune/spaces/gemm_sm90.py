@@ -204,6 +204,19 @@ ROWS_192_MIN_GAIN = 0.08
 # 517x6144x32768, 600x5120x13824, 606x5120x2048, 729x4304x1152, 953x8192x3840, 684x4864x7168
 # (studies/2026-11-24-h100-gemm-s15/power*).
 MEDIUM_ROWS_192_MIN_GAIN = 0.05
+# Few tiles, long K (M > 256, K >= 8192): where 128-row tiles leave SMs idle (66-88 of 132 busy),
+# one wave of 64-row one-consumer tiles whose width divides N exactly, the narrowest such width
+# (most CTAs), where it launches >= 1.25x the CTAs. A padded last tile column is what lost:
+# held busy on the H100 against the default, on list s22 (studies/unseen_gemm_2026-11-28-s22.md,
+# chosen before measuring; .../2026-11-28-h100-gemm-s22/exact): exact widths 1779x640x20480
+# 64x160 1.302x (1.324x cuBLAS), 695x1408x18432 64x128 1.360x (0.940x), 1332x768x13824 64x128
+# 1.336x, 1289x960x9216 64x160 1.201x, 746x1344x11008 64x192 1.171x (84 CTAs against 66),
+# 2816x320x16384 64x160 1.311x; padded widths with more CTAs lost at those shapes and three more
+# (0.808-1.007x), as at 5 of 5 before (0.71-0.90x; .../2026-11-28-h100-gemm-s21/judgeb), where
+# exact widths had won 1.22-1.31x at 4 of 4 (1800x640x14336, 900x1280x8192, 1269x960x28672,
+# 1927x640x9216). 64x256 tiles, no more CTAs, tied (3072x512x12288, 5000x256x8192).
+EXACT_NARROW_MIN_K = 8192
+EXACT_NARROW_MIN_CTA_GAIN = 1.25
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -424,14 +437,28 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 config = self._swapped_over_m(problem, config)
             else:
                 config = self._rows_192(problem, config, MEDIUM_ROWS_192_MIN_GAIN)
-        # Not taken above half the SMs (72-84 CTAs of 128x128 at long K), where nothing held
-        # up on unseen shapes: one wave of 64x128-160 one-consumer tiles ran 1.08-1.31x at 3 of
-        # 6 training shapes but 0.71-0.90x at 5 of 7 unseen ones (1.22-1.28x at two); K split
-        # in 2, stream-K and 128x72-112 tiles (cuBLAS's width) lost or tied
-        # (studies/2026-11-28-h100-gemm-s21/: fill, fill2, judgeb).
+        # Above half the SMs, narrower tiles only where their width divides N (EXACT_NARROW_*);
+        # there K split in 2, stream-K and 128x72-112 tiles (cuBLAS's width) lost or tied
+        # (studies/2026-11-28-h100-gemm-s21/: fill, fill2).
         if self._grid(problem, config) >= H100_SMS // 2:
-            return config
+            return self._exact_narrow(problem, config)
         return self._narrow_tiles(problem)
+
+    def _exact_narrow(self, problem: Problem, config: Config) -> Config:
+        """`config`, or one wave of 64-row one-consumer tiles of the narrowest width (a
+        multiple of 32, _staged_width) that divides N, where `config` leaves SMs idle at long K
+        and those launch >= EXACT_NARROW_MIN_CTA_GAIN x its CTAs."""
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        ctas = self._grid(problem, config)
+        if M <= 2 * 128 or K < EXACT_NARROW_MIN_K or ctas >= H100_SMS:
+            return config
+        rows = -(-M // 64)
+        widths = [n for n in range(64, 257, 32) if N % n == 0 and rows * (N // n) <= H100_SMS]
+        if not widths or rows * (N // widths[0]) < EXACT_NARROW_MIN_CTA_GAIN * ctas:
+            return config
+        narrow = self._deepest(problem, self._complete(
+            wg_m=64, consumers=1, blk_n=widths[0], blk_k=64, persistent=False))
+        return config if self.violations(narrow, problem) else narrow
 
     def _large(self, problem: Problem) -> Config:
         """128-row tiles of two consumers, no cluster, persistent. BLK_N 256, unless those
