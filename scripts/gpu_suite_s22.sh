@@ -8,6 +8,9 @@
 # then
 #   bash scripts/gpu_suite_s22.sh exact   # carry build/idx22 (~4 GPU minutes)
 #   bash scripts/gpu_suite_s22.sh rule    # carry build/idx22b, built alike from rule22b/
+#   python -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --no-stored \
+#     --first-use 4 --shapes <list s23> --out $PWD/build/idx23 --procs 2
+#   bash scripts/gpu_suite_s22.sh judge   # carry build/idx23
 #   bash scripts/gpu_suite_s22.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s22.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s22.sh after   # the study's store; then the GPU tests
@@ -16,6 +19,8 @@
 #   busy: the default, 64-row tiles in one wave (TMA-store and register epilogues), cuBLAS;
 # rule: list s22b (studies/unseen_gemm_2026-11-28-s22b.md, committed before measuring), held
 #   busy: the default before the exact-width rule, the rule's tiles, cuBLAS;
+# judge: list s23 (studies/unseen_gemm_2026-11-28-s23.md, committed before measuring) from the
+#   committed store $STORE, first use off then on (the exact-width rule in the default);
 # study: an 8-trial study of each shape of list s21 (studies/unseen_gemm_2026-11-27-s21.md,
 #   its compare from the store run in session 21); after: compare with that store.
 # Results: $OUT/<step>.tgz.
@@ -23,6 +28,7 @@ case $1 in  # list s21's study, after, the suite and staging: as session 21 prep
   stage|study|after|suite) exec bash scripts/gpu_suite_s21.sh "$1" ;;
 esac
 source scripts/gpu_suite_common.sh "$1"
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
 case $1 in
 exact)
@@ -30,12 +36,15 @@ exact)
   rm -rf idx && cp -r build/idx22 idx
   shared_step power
   ;;
+judge)
+  judge_prebuilt studies/unseen_gemm_2026-11-28-s23.md s23 $PWD/build/idx23 "0 4"
+  ;;
 rule)
   cp studies/2026-11-28-h100-gemm-s22/rule22b/variants.txt variants.txt
   rm -rf idx && cp -r build/idx22b idx
   shared_step power
   ;;
-*) echo "usage: gpu_suite_s22.sh exact|rule|stage|study|after|suite" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s22.sh exact|rule|judge|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
