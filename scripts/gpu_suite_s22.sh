@@ -12,6 +12,7 @@
 #     --first-use 4 --shapes <list s23> --out $PWD/build/idx23 --procs 2
 #   bash scripts/gpu_suite_s22.sh judge   # carry build/idx23
 #   bash scripts/gpu_suite_s22.sh m300    # carry build/idx22c, built alike from m300/
+#   bash scripts/gpu_suite_s22.sh m300sw  # carry build/idx22d, built alike from m300sw/
 #   bash scripts/gpu_suite_s22.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s22.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s22.sh after   # the study's store; then the GPU tests
@@ -24,6 +25,8 @@
 #   committed store $STORE, first use off then on (the exact-width rule in the default);
 # m300: 257 < M <= 384 at long K (128-row tiles pad M by up to 50%), 5 training shapes held
 #   busy: the default, 64-row one-consumer tiles (one wave; 64x256), the default split 2;
+# m300sw: the same shapes, the default against swapped tiles of 64, 128 and 192 rows of N
+#   splitting M into equal widths that fill one wave (cuBLAS's tiles there, m300/);
 # study: an 8-trial study of each shape of list s21 (studies/unseen_gemm_2026-11-27-s21.md,
 #   its compare from the store run in session 21); after: compare with that store.
 # Results: $OUT/<step>.tgz.
@@ -47,12 +50,17 @@ m300)
   rm -rf idx && cp -r build/idx22c idx
   shared_step power
   ;;
+m300sw)
+  cp studies/2026-11-28-h100-gemm-s22/m300sw/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx22d idx
+  shared_step power
+  ;;
 rule)
   cp studies/2026-11-28-h100-gemm-s22/rule22b/variants.txt variants.txt
   rm -rf idx && cp -r build/idx22b idx
   shared_step power
   ;;
-*) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|stage|study|after|suite" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|m300sw|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
