@@ -359,11 +359,15 @@ def test_few_tile_default_takes_64_row_tiles_of_one_consumer(shape, split):
     # that divides N; 746x1344 takes 192 (84 CTAs), 128 would pad the last column (132)
     ("1779x640x20480", 160), ("695x1408x18432", 128), ("746x1344x11008", 192),
     ("2816x320x16384", 160),
+    # M <= 320, where 128-row tiles pad M more, with no more CTAs (list s22c: 1.43x, 1.54x)
+    ("264x4352x16384", 256), ("270x4608x11008", 192),
     # declined: no width divides N in one wave (544 = 17 x 32; 1024: 128 takes 152 CTAs, 256 no
     # more than the default's 80), too few more CTAs (64x256: 96 against 96), K under 8192,
     # SMs already busy (4096x640: 128x160 tiles fill 128)
     ("2106x544x24576", None), ("1200x1024x8192", None), ("3072x512x12288", None),
-    ("1779x640x4096", None), ("4096x640x16384", None)])
+    ("1779x640x4096", None), ("4096x640x16384", None),
+    # M = 374 (64-row tiles pad no less: 0.98x), 64x256 tiles in two waves at 272x8192 (0.87x)
+    ("374x3328x8192", None), ("272x8192x8192", None)])
 def test_few_tile_long_k_default_takes_64_row_tiles_only_of_a_width_dividing_n(shape, blk_n):
     problem = SPACE.parse_problem(shape)
     config = SPACE.default_config(problem)

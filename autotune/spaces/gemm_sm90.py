@@ -219,6 +219,14 @@ MEDIUM_ROWS_192_MIN_GAIN = 0.05
 # 1604x800x9216; 1.19x geomean, 0.975x cuBLAS (0.819x before).
 EXACT_NARROW_MIN_K = 8192
 EXACT_NARROW_MIN_CTA_GAIN = 1.25
+# Up to M = 384 the rule takes those tiles without the CTA gain where 128-row tiles pad M more
+# than 64-row ones (M <= 320): held busy on the H100 against the default, 1.013-1.409x at 3
+# training shapes (.../s22/m300: 300x4096x14336, 310x4608x12288, 280x5632x16384) and 1.199-1.543x
+# at 5 unseen ones (list s22c, .../s22/m300c: 264x4352x16384 1.431x, 266x5120x12288 1.444x,
+# 270x4608x11008 1.543x, 286x4864x10240 1.404x, 307x6656x14336 1.199x); 0.982x at 374x3328x8192
+# (no less padding: not taken). Swapped 128-row tiles covering half of M (cuBLAS's kind there,
+# 128x88-96 in 4x1 clusters) won less (1.13-1.42x there; .../s22/m300sw).
+EXACT_NARROW_PADDED_M = 384
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -448,15 +456,20 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     def _exact_narrow(self, problem: Problem, config: Config) -> Config:
         """`config`, or one wave of 64-row one-consumer tiles of the narrowest width (a
-        multiple of 32, _staged_width) that divides N, where `config` leaves SMs idle at long K
-        and those launch >= EXACT_NARROW_MIN_CTA_GAIN x its CTAs."""
+        multiple of 32, _staged_width) that divides N, at long K where `config` leaves SMs idle
+        and those launch >= EXACT_NARROW_MIN_CTA_GAIN x its CTAs, or where its 128-row tiles
+        pad M more (EXACT_NARROW_PADDED_M)."""
         M, N, K = problem["M"], problem["N"], problem["K"]
         ctas = self._grid(problem, config)
-        if M <= 2 * 128 or K < EXACT_NARROW_MIN_K or ctas >= H100_SMS:
-            return config
         rows = -(-M // 64)
+        # 128-row tiles that pad M more than 64-row ones (EXACT_NARROW_PADDED_M)
+        padded = (M <= EXACT_NARROW_PADDED_M and config["wg_m"] * config["consumers"] == 128
+                  and not config["swap_ab"] and rows * 64 < 128 * -(-M // 128))
+        if M <= 2 * 128 or K < EXACT_NARROW_MIN_K or (ctas >= H100_SMS and not padded):
+            return config
         widths = [n for n in range(64, 257, 32) if N % n == 0 and rows * (N // n) <= H100_SMS]
-        if not widths or rows * (N // widths[0]) < EXACT_NARROW_MIN_CTA_GAIN * ctas:
+        if not widths or (not padded and
+                          rows * (N // widths[0]) < EXACT_NARROW_MIN_CTA_GAIN * ctas):
             return config
         narrow = self._deepest(problem, self._complete(
             wg_m=64, consumers=1, blk_n=widths[0], blk_k=64, persistent=False))
