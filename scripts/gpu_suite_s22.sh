@@ -14,6 +14,7 @@
 #   bash scripts/gpu_suite_s22.sh m300    # carry build/idx22c, built alike from m300/
 #   bash scripts/gpu_suite_s22.sh m300sw  # carry build/idx22d, built alike from m300sw/
 #   bash scripts/gpu_suite_s22.sh m300c   # carry build/idx22e, built alike from m300c/
+#   bash scripts/gpu_suite_s22.sh padded  # carry build/idx24, built alike from next24/
 #   bash scripts/gpu_suite_s22.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s22.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s22.sh after   # the study's store; then the GPU tests
@@ -30,6 +31,8 @@
 #   splitting M into equal widths that fill one wave (cuBLAS's tiles there, m300/);
 # m300c: list s22c (studies/unseen_gemm_2026-11-28-s22c.md, committed before measuring), held
 #   busy: the default, exact-width 64-row tiles in one wave, swapped 128-row tiles, cuBLAS;
+# padded: list s24 (studies/unseen_gemm_2026-11-28-s24.md, committed before measuring), held
+#   busy: the default before EXACT_NARROW_PADDED_M, the rule's tiles, cuBLAS;
 # study: an 8-trial study of each shape of list s21 (studies/unseen_gemm_2026-11-27-s21.md,
 #   its compare from the store run in session 21); after: compare with that store.
 # Results: $OUT/<step>.tgz.
@@ -63,12 +66,17 @@ m300c)
   rm -rf idx && cp -r build/idx22e idx
   shared_step power
   ;;
+padded)
+  cp studies/2026-11-28-h100-gemm-s22/next24/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx24 idx
+  shared_step power
+  ;;
 rule)
   cp studies/2026-11-28-h100-gemm-s22/rule22b/variants.txt variants.txt
   rm -rf idx && cp -r build/idx22b idx
   shared_step power
   ;;
-*) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|m300sw|m300c|stage|study|after|suite" >&2; exit 2 ;;
+*) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|m300sw|m300c|padded|stage|study|after|suite" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
