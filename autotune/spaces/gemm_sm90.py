@@ -225,7 +225,8 @@ EXACT_NARROW_MIN_CTA_GAIN = 1.25
 # at 5 unseen ones (list s22c, .../s22/m300c: 264x4352x16384 1.431x, 266x5120x12288 1.444x,
 # 270x4608x11008 1.543x, 286x4864x10240 1.404x, 307x6656x14336 1.199x); 0.982x at 374x3328x8192
 # (no less padding: not taken). Swapped 128-row tiles covering half of M (cuBLAS's kind there,
-# 128x88-96 in 4x1 clusters) won less (1.13-1.42x there; .../s22/m300sw).
+# 128x88-96 in 4x1 clusters) won less (1.13-1.42x there; .../s22/m300sw). Not yet judged on a
+# list made after it: list s24 (studies/unseen_gemm_2026-11-28-s24.md) is prepared for that.
 EXACT_NARROW_PADDED_M = 384
 
 # Shapes of the suite: squares and Llama-3-8B projections (N x K) at several M.
@@ -393,7 +394,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
           of 128x128; 192x1536x2048 6.4 against 12.3; 256x2048x8192 18.9 against 39.6;
           2048x512x4096 13.8 against 42.8); under 48 such tiles, K split until >= 48 CTAs
-          (128x1024x4096: 9.2 us against 10.8).
+          (128x1024x4096: 9.2 us against 10.8). Above half the SMs at long K, those tiles
+          only where their width divides N (EXACT_NARROW_*: a padded last column lost).
         - large: 128x256 tiles (two 64-row consumers, 128 accumulators each), no cluster
           (LARGE_CLUSTER), persistent, group 8 for L2 reuse, TMA-store epilogue; 4 stages fit
           beside its two 64-column staging buffers (4096^3: 744 vs 721 TFLOP/s with 3
