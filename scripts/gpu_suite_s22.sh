@@ -76,7 +76,8 @@ rule)
   rm -rf idx && cp -r build/idx22b idx
   shared_step power
   ;;
-*) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|m300sw|m300c|padded|stage|study|after|suite" >&2
+*) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|m300sw|m300c|padded|stage|study|after|" \
+     "suite" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
