@@ -42,40 +42,20 @@ esac
 source scripts/gpu_suite_common.sh "$1"
 STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
+S22=studies/2026-11-28-h100-gemm-s22
+held() {  # $1 a folder with variants.txt, $2 its kernels built here: held busy beside cuBLAS
+  cp $1/variants.txt variants.txt
+  rm -rf idx && cp -r $2 idx
+  shared_step power
+}
 case $1 in
-exact)
-  cp studies/2026-11-28-h100-gemm-s21/next22/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx22 idx
-  shared_step power
-  ;;
-judge)
-  judge_prebuilt studies/unseen_gemm_2026-11-28-s23.md s23 $PWD/build/idx23 "0 4"
-  ;;
-m300)
-  cp studies/2026-11-28-h100-gemm-s22/m300/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx22c idx
-  shared_step power
-  ;;
-m300sw)
-  cp studies/2026-11-28-h100-gemm-s22/m300sw/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx22d idx
-  shared_step power
-  ;;
-m300c)
-  cp studies/2026-11-28-h100-gemm-s22/m300c/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx22e idx
-  shared_step power
-  ;;
-padded)
-  cp studies/2026-11-28-h100-gemm-s22/next24/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx24 idx
-  shared_step power
-  ;;
-rule)
-  cp studies/2026-11-28-h100-gemm-s22/rule22b/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx22b idx
-  shared_step power
-  ;;
+exact) held studies/2026-11-28-h100-gemm-s21/next22 build/idx22 ;;
+rule) held $S22/rule22b build/idx22b ;;
+judge) judge_prebuilt studies/unseen_gemm_2026-11-28-s23.md s23 $PWD/build/idx23 "0 4" ;;
+m300) held $S22/m300 build/idx22c ;;
+m300sw) held $S22/m300sw build/idx22d ;;
+m300c) held $S22/m300c build/idx22e ;;
+padded) held $S22/next24 build/idx24 ;;
 *) echo "usage: gpu_suite_s22.sh exact|rule|judge|m300|m300sw|m300c|padded|stage|study|after|" \
      "suite" >&2
    exit 2 ;;
