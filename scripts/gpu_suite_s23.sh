@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 23 on the GPU machine (issue 18): list s23 (studies/unseen_gemm_2026-11-28-s23.md,
+# committed before measuring; judged from the committed store in session 22) studied, then
+# compared with the study's store; one step per call to one warm machine (the calls back to back:
+# the machine goes back after 30 s idle and the staged parts with it):
+#   bash scripts/gpu_suite_s23.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
+#   bash scripts/gpu_suite_s23.sh study   # carry .bundle/device-site.tar.xz
+#   bash scripts/gpu_suite_s23.sh after   # the study's store, then the GPU tests
+#   bash scripts/gpu_suite_s23.sh suite   # the 23-shape suite from the committed store
+# study: an 8-trial study of each of its 12 shapes; after: compare with that store (our kernel
+# alone after a study, and each study winner's recorded time beside compare's).
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+set +e  # a failed part is recorded in run.log; the rest and the results still come back
+STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed store
+LIST=studies/unseen_gemm_2026-11-28-s23.md
+case $1 in
+study) source scripts/gpu_env.sh; study_unseen $LIST s23 ;;
+after) source scripts/gpu_env.sh; after_unseen $LIST s23 240; gpu_tests $((560 - SECONDS)) ;;
+suite) shared_step suite ;;
+*) echo "usage: gpu_suite_s23.sh stage|study|after|suite" >&2; exit 2 ;;
+esac
+echo "$1 done at $SECONDS s" | tee -a $R/run.log
+tar czf $OUT/$1.tgz -C $R .
