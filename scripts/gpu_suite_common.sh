@@ -25,7 +25,9 @@ short_study() {  # $1 name, $2 trials, $3 seconds, then shapes: a gemm_sm90 stud
   python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/${name}_store.json
   trials_csv $DB $R/${name}_trials.csv
 }
-unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on one line
+unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on one line; shapes
+  # given instead of a file: those
+  [ -f "$1" ] || { echo $1; return; }
   sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' '
 }
 sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250 ms -> $1, in the

@@ -7,6 +7,14 @@
 #   bash scripts/gpu_suite_s23.sh study   # carry .bundle/device-site.tar.xz
 #   bash scripts/gpu_suite_s23.sh after   # the study's store, then the GPU tests
 #   bash scripts/gpu_suite_s23.sh suite   # the 23-shape suite from the committed store
+# The machine went back between study and after, so TVM's parts with it: after and the suite
+# instead from kernels built here (no TVM there), built by
+#   python -m autotune.dispatch prebuild --space gemm_sm90 --store $S23/study/s23_store.json \
+#     --shapes <list s23> --out $PWD/build/idx23s --procs 2
+#   python -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --no-stored \
+#     --shapes <SUITE> --out $PWD/build/idxsuite --procs 2
+#   bash scripts/gpu_suite_s23.sh afterp  # carry build/idx23s
+#   bash scripts/gpu_suite_s23.sh suitep  # carry build/idxsuite
 # study: an 8-trial study of each of its 12 shapes; after: compare with that store (our kernel
 # alone after a study, and each study winner's recorded time beside compare's).
 # Results: $OUT/<step>.tgz.
@@ -18,7 +26,11 @@ case $1 in
 study) source scripts/gpu_env.sh; study_unseen $LIST s23 ;;
 after) source scripts/gpu_env.sh; after_unseen $LIST s23 240; gpu_tests $((560 - SECONDS)) ;;
 suite) shared_step suite ;;
-*) echo "usage: gpu_suite_s23.sh stage|study|after|suite" >&2; exit 2 ;;
+afterp) STORE=studies/2026-11-28-h100-gemm-s23/study/s23_store.json
+  judge_prebuilt $LIST s23after $PWD/build/idx23s 0 ;;
+suitep) judge_prebuilt "$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)')" \
+  suite $PWD/build/idxsuite 0 ;;
+*) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
