@@ -27,7 +27,7 @@ short_study() {  # $1 name, $2 trials, $3 seconds, then shapes: a gemm_sm90 stud
 }
 unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on one line; shapes
   # given instead of a file: those
-  [ -f "$1" ] || { echo $1; return; }
+  [ -f "$1" ] || { echo "$@"; return; }
   sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' '
 }
 sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250 ms -> $1, in the
