@@ -15,6 +15,11 @@
 #     --shapes <SUITE> --out $PWD/build/idxsuite --procs 2
 #   bash scripts/gpu_suite_s23.sh afterp  # carry build/idx23s
 #   bash scripts/gpu_suite_s23.sh suitep  # carry build/idxsuite
+# judge25: list s25 (studies/unseen_gemm_2026-11-28-s25.md, committed before measuring) from the
+# committed store, first use on (4; the GPU time left fits no run with it off), kernels built by
+#   python -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --no-stored \
+#     --first-use 4 --shapes <list s25> --out $PWD/build/idx25 --procs 2
+#   bash scripts/gpu_suite_s23.sh judge25 # carry build/idx25
 # study: an 8-trial study of each of its 12 shapes; after: compare with that store (our kernel
 # alone after a study, and each study winner's recorded time beside compare's).
 # Results: $OUT/<step>.tgz.
@@ -30,7 +35,8 @@ afterp) STORE=studies/2026-11-28-h100-gemm-s23/study/s23_store.json
   judge_prebuilt $LIST s23after $PWD/build/idx23s 0 ;;
 suitep) judge_prebuilt "$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)')" \
   suite $PWD/build/idxsuite 0 ;;
-*) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep" >&2; exit 2 ;;
+judge25) judge_prebuilt studies/unseen_gemm_2026-11-28-s25.md s25 $PWD/build/idx25 4 430 ;;
+*) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep|judge25" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
