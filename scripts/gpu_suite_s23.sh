@@ -35,7 +35,7 @@ afterp) STORE=studies/2026-11-28-h100-gemm-s23/study/s23_store.json
   judge_prebuilt $LIST s23after $PWD/build/idx23s 0 ;;
 suitep) judge_prebuilt "$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)')" \
   suite $PWD/build/idxsuite 0 ;;
-judge25) judge_prebuilt studies/unseen_gemm_2026-11-28-s25.md s25 $PWD/build/idx25 4 430 ;;
+judge25) judge_prebuilt studies/unseen_gemm_2026-11-28-s25.md s25 $PWD/build/idx25 4 400 ;;
 *) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep|judge25" >&2; exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
