@@ -20,6 +20,12 @@
 #   python -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --no-stored \
 #     --first-use 4 --shapes <list s25> --out $PWD/build/idx25 --procs 2
 #   bash scripts/gpu_suite_s23.sh judge25 # carry build/idx25
+# rows256 (prepared for session 24): M > 1024 at short K (640-2048), where cuBLAS runs 256-row
+# cooperative tiles 120-160 wide in 2x1/1x2 clusters (nvjet 256x152, 256x160: cublas_kernels.json
+# of earlier sessions) and our 128-row default loses 4-6%: held busy, the default beside
+# 256x160 tiles (two 128-row consumers) alone and in both pairs, and 256x128 in 2x1 pairs;
+# seen shapes (lists s23, s25, the store), kernels built alike from $S23/next26/ into build/idx26
+#   bash scripts/gpu_suite_s23.sh rows256 # carry build/idx26
 # study: an 8-trial study of each of its 12 shapes; after: compare with that store (our kernel
 # alone after a study, and each study winner's recorded time beside compare's).
 # Results: $OUT/<step>.tgz.
@@ -33,10 +39,13 @@ after) source scripts/gpu_env.sh; after_unseen $LIST s23 240; gpu_tests $((560 -
 suite) shared_step suite ;;
 afterp) STORE=studies/2026-11-28-h100-gemm-s23/study/s23_store.json
   judge_prebuilt $LIST s23after $PWD/build/idx23s 0 ;;
-suitep) judge_prebuilt "$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)')" \
-  suite $PWD/build/idxsuite 0 ;;
+suitep) SUITE=$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)')
+  judge_prebuilt "$SUITE" suite $PWD/build/idxsuite 0 ;;
 judge25) judge_prebuilt studies/unseen_gemm_2026-11-28-s25.md s25 $PWD/build/idx25 4 400 ;;
-*) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep|judge25" >&2; exit 2 ;;
+rows256) cp studies/2026-11-28-h100-gemm-s23/next26/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx26 idx && shared_step power ;;
+*) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep|judge25|rows256" >&2
+   exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
 tar czf $OUT/$1.tgz -C $R .
