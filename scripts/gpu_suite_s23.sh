@@ -23,7 +23,8 @@
 # rows256 (prepared for session 24): M > 1024 at short K (640-2048), where cuBLAS runs 256-row
 # cooperative tiles 120-160 wide in 2x1/1x2 clusters (nvjet 256x152, 256x160: cublas_kernels.json
 # of earlier sessions) and our 128-row default loses 4-6%: held busy, the default beside
-# 256x160 tiles (two 128-row consumers) alone and in both pairs, and 256x128 in 2x1 pairs;
+# 256x160 tiles (two 128-row consumers) alone and in both pairs, 256x128 and 256x192 in 2x1
+# pairs;
 # seen shapes (lists s23, s25, the store), kernels built alike from $S23/next26/ into build/idx26
 #   bash scripts/gpu_suite_s23.sh rows256 # carry build/idx26
 # study: an 8-trial study of each of its 12 shapes; after: compare with that store (our kernel
