@@ -225,8 +225,9 @@ EXACT_NARROW_MIN_CTA_GAIN = 1.25
 # at 5 unseen ones (list s22c, .../s22/m300c: 264x4352x16384 1.431x, 266x5120x12288 1.444x,
 # 270x4608x11008 1.543x, 286x4864x10240 1.404x, 307x6656x14336 1.199x); 0.982x at 374x3328x8192
 # (no less padding: not taken). Swapped 128-row tiles covering half of M (cuBLAS's kind there,
-# 128x88-96 in 4x1 clusters) won less (1.13-1.42x there; .../s22/m300sw). Not yet judged on a
-# list made after it: list s24 (studies/unseen_gemm_2026-11-28-s24.md) is prepared for that.
+# 128x88-96 in 4x1 clusters) won less (1.13-1.42x there; .../s22/m300sw). Judged on list s24
+# (committed before measuring), held busy: 1.007-1.568x the default before it at 8 of 8, 1.34x
+# geomean, still 0.96x cuBLAS (studies/2026-11-28-h100-gemm-s23/padded).
 EXACT_NARROW_PADDED_M = 384
 
 # Shapes of the suite: squares and Llama-3-8B projections (N x K) at several M.
