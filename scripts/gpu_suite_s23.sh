@@ -5,10 +5,9 @@
 # the machine goes back after 30 s idle and the staged parts with it):
 #   bash scripts/gpu_suite_s23.sh stage   # once each carrying .bundle/tvm-a, tvm-b, tvm-c
 #   bash scripts/gpu_suite_s23.sh study   # carry .bundle/device-site.tar.xz
-#   bash scripts/gpu_suite_s23.sh after   # the study's store, then the GPU tests
-#   bash scripts/gpu_suite_s23.sh suite   # the 23-shape suite from the committed store
-# The machine went back between study and after, so TVM's parts with it: after and the suite
-# instead from kernels built here (no TVM there), built by
+# The machine went back after the study, and TVM's parts with it: the compare with the study's
+# store and the 23-shape suite from the committed store ran from kernels built here (no TVM
+# there), built by
 #   python -m autotune.dispatch prebuild --space gemm_sm90 --store $S23/study/s23_store.json \
 #     --shapes <list s23> --out $PWD/build/idx23s --procs 2
 #   python -m autotune.dispatch prebuild --space gemm_sm90 --store $STORE --no-stored \
@@ -27,7 +26,7 @@
 # pairs;
 # seen shapes (lists s23, s25, the store), kernels built alike from $S23/next26/ into build/idx26
 #   bash scripts/gpu_suite_s23.sh rows256 # carry build/idx26
-# study: an 8-trial study of each of its 12 shapes; after: compare with that store (our kernel
+# study: an 8-trial study of each of its 12 shapes; afterp: compare with that store (our kernel
 # alone after a study, and each study winner's recorded time beside compare's).
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
@@ -36,8 +35,6 @@ STORE=studies/configs/gemm_sm90/nvidia-h100-80gb-hbm3.json  # the committed stor
 LIST=studies/unseen_gemm_2026-11-28-s23.md
 case $1 in
 study) source scripts/gpu_env.sh; study_unseen $LIST s23 ;;
-after) source scripts/gpu_env.sh; after_unseen $LIST s23 240; gpu_tests $((560 - SECONDS)) ;;
-suite) shared_step suite ;;
 afterp) STORE=studies/2026-11-28-h100-gemm-s23/study/s23_store.json
   judge_prebuilt $LIST s23after $PWD/build/idx23s 0 ;;
 suitep) SUITE=$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*SUITE)')
@@ -45,7 +42,7 @@ suitep) SUITE=$(python3 -c 'from autotune.spaces.gemm_sm90 import SUITE; print(*
 judge25) judge_prebuilt studies/unseen_gemm_2026-11-28-s25.md s25 $PWD/build/idx25 4 400 ;;
 rows256) cp studies/2026-11-28-h100-gemm-s23/next26/variants.txt variants.txt
   rm -rf idx && cp -r build/idx26 idx && shared_step power ;;
-*) echo "usage: gpu_suite_s23.sh stage|study|after|suite|afterp|suitep|judge25|rows256" >&2
+*) echo "usage: gpu_suite_s23.sh stage|study|afterp|suitep|judge25|rows256" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
