@@ -129,7 +129,8 @@ unseen_step() {  # $1 a step (judge0, judge4, study, after), $2 an unseen list, 
 }
 held_busy() {  # no TVM: each line of ./variants.txt (a shape, then JSON configs) checked against
   # the reference (scripts/check_configs.py), then held busy beside cuBLAS (scripts/power.py);
-  # the kernels come from the artifact index ./idx, built where TVM is by
+  # (a check that hangs is cut at 90 s); the kernels come from the artifact index ./idx, built
+  # where TVM is by
   # `AUTOTUNE_ARTIFACTS=idx scripts/check_configs.py --build-only`; no shape starts after
   # $HELD_BUSY_UNTIL seconds of the step (unset: all of them)
   python3 -m pip install -q --no-deps --no-index --no-build-isolation -e . > $R/pip.log 2>&1
@@ -139,7 +140,7 @@ held_busy() {  # no TVM: each line of ./variants.txt (a shape, then JSON configs
     [ $SECONDS -lt ${HELD_BUSY_UNTIL:-86400} ] || { echo "held busy: out of time at $SECONDS s" \
       "before ${line%% *}" | tee -a $R/run.log; break; }
     shape=${line%% *}; eval "VARIANTS=(${line#* })"
-    python3 scripts/check_configs.py --shapes $shape --configs "${VARIANTS[@]}" \
+    timeout 90 python3 scripts/check_configs.py --shapes $shape --configs "${VARIANTS[@]}" \
       > $R/check_$shape.log 2>&1
     echo "check $shape rc=$? at $SECONDS s" | tee -a $R/run.log; grep -c ": ok" $R/check_$shape.log
     timeout 100 python3 scripts/power.py $shape $R/power_$shape.csv "${VARIANTS[@]}" 2>&1 \

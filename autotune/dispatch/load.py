@@ -3,6 +3,7 @@ compiled kernels at hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import warnings
@@ -91,10 +92,12 @@ def open_store(space: SearchSpace, gpu: Gpu, store) -> tuple[ConfigStore | None,
 
 def valid_entries(space: SearchSpace, entries: dict[str, Entry]) -> dict[str, Entry]:
     """The entries a dispatcher may use: each key a problem of the space's op, each config legal
-    for its own shape. The others are named in a warning and left out: one bad line must not
-    make calls raise or silently serve a shape with another shape's config."""
+    for its own shape (knobs the space gained since it was stored at their earlier values). The
+    others are named in a warning and left out: one bad line must not make calls raise or
+    silently serve a shape with another shape's config."""
     out = {}
     for key, entry in entries.items():
+        entry = dataclasses.replace(entry, config=space.with_added_knobs(entry.config))
         try:
             problem = space.op.from_key(key) if space.op else Problem.from_key(key)
             if problem.key != key:

@@ -55,6 +55,11 @@ class SearchSpace(abc.ABC):
         if cls.__dict__.get("op") is not None and "kernel" not in cls.__dict__:
             cls.kernel = cls.op.name
 
+    def with_added_knobs(self, config: Config) -> Config:
+        """`config` as this space reads it: a knob added after it was stored (`added_knobs`)
+        and missing from it takes the value it then had."""
+        return {**config, **{k: v for k, v in self.added_knobs.items() if k not in config}}
+
     # -- the space ------------------------------------------------------------------------
     @abc.abstractmethod
     def parameters(self, problem: Problem) -> Mapping[str, Any]:

@@ -34,12 +34,17 @@ Legality rules (checked before anything compiles; `violations` names each broken
   equally, partials added by the cluster holding a tile's last K tile; a pair's CTAs walk the
   same tiles in step, keeping their multicast): it needs persistent=True and split_k=1 (one K
   split at a time); beside the register epilogue its fix-up needs registers too: <= 64
-  accumulators with three consumers, <= 104 with two swapped, <= 144 unswapped (measured
-  spills).
+  accumulators with three consumers, <= 104 with two swapped, <= 144 unswapped, <= 184 with
+  one (measured spills).
 
-Not in the space: fp8, and a ping-pong consumer schedule. Ping-pong was tried,
-ran correctly and was 4-19% slower on the H100 suite's large shapes:
-studies/2026-11-22-h100-gemm-sm90/README.md. Nor in the template: consumers whose rows all lie
+- ping-pong (two consumers each owning whole wg_m-row tiles, taken in turn: one's epilogue
+  under the other's wgmmas): consumers=2, persistent, neither split-K nor stream-K. Slower than
+  the cooperative tiles nearly everywhere it was measured: 4-19% on the H100 suite's large
+  shapes (a first version, studies/2026-11-22-h100-gemm-sm90/), the default's tiles ping-pong
+  0.85-0.98x at 11 shapes with M > 1024 on an H200; 128x128 ping-pong tiles 1.042x at K = 512
+  (studies/2026-11-28-h200-gemm-s24/pingpong/): a knob for studies, a seed only there.
+
+Not in the space: fp8. Nor in the template: consumers whose rows all lie
 past M skipping their wgmmas (they multiply TMA's zero fill). Tried, correct, and 1.12x and
 1.25x slower held busy where a persistent CTA keeps such rows (168x15872x14848,
 421x51200x5120), level where a cluster pair pads a tile row. Likely why (not profiled): the
@@ -88,9 +93,10 @@ MAX_ACC_REGS_SPLIT_4_TWO_ATOMS_SWAPPED = 48
 # Measured (ptxas, sm_90a, 4096^3): stream-K's fix-up beside the register epilogue spills with
 # three consumers (swapped: 80 accumulators 808 B, 96 1616 B, 64 none; unswapped: 96 104 B)
 # and with two swapped from 112 (104 do not), unswapped from 152 (4096^3: 152 spill 40 B, 176
-# 368 B, 192 608 B; 144 do not), by (consumers, swap_ab).
+# 368 B, 192 608 B; 144 do not), and with one consumer from 192 (4096^3: swapped 768 B,
+# unswapped 376 B; 184 do not), by (consumers, swap_ab).
 MAX_ACC_REGS_STREAM_K_REG_EPILOGUE = {(3, False): 64, (3, True): 64, (2, True): 104,
-                                      (2, False): 144}
+                                      (2, False): 144, (1, True): 184, (1, False): 184}
 MAX_BLK_M = 256
 MAX_BLK_N = 384  # two wgmmas of 192: 192 accumulators, the most two consumers hold
 CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
@@ -111,6 +117,7 @@ KNOBS: dict[str, tuple] = {
     "split_k": (1, 2, 4, 8),
     "l2_evict": ("first", "normal"),
     "stream_k": (False, True),
+    "pingpong": (False, True),
 }
 SKINNY_M = 128
 # Up to 3 x 64 rows, 128-row tiles pad M to 256 rows: the skinny rule's 64-row tiles instead,
@@ -280,8 +287,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     arch = "sm_90a"
     op = GEMM
     default_shapes = SUITE
-    # stream_k came after the session-3/4 studies and recordings: all of them ran without it.
-    added_knobs = {"stream_k": False}
+    # stream_k came after the session-3/4 studies and recordings, pingpong after session 23's:
+    # all of them ran without it.
+    added_knobs = {"stream_k": False, "pingpong": False}
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -327,6 +335,14 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                            "persistent=True")
             if cfg.split_k > 1:
                 out.append("stream_k already splits K: it needs split_k=1")
+        if cfg.pingpong:
+            if cfg.consumers != 2:
+                out.append(f"pingpong deals tiles to two consumers in turn: it needs "
+                           f"consumers=2, not {cfg.consumers}")
+            if not cfg.persistent:
+                out.append("pingpong deals each CTA several tiles: it needs persistent=True")
+            if cfg.split_k > 1 or cfg.stream_k:
+                out.append("pingpong runs whole tiles: it needs split_k=1 and stream_k=False")
         return out
 
     @staticmethod
@@ -413,6 +429,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           clusters, it still lost on 8 of 9 shapes (1x1) and 8 of 8 (2x1); it won on
           700x6144x16384 only (0.876x cuBLAS vs 0.780 tiled, 1x1, evict-normal;
           studies/2026-11-23-h100-gemm-s5/).
+        - never ping-pong (the knob): the default's tiles ping-pong were 0.87-0.98x the
+          default at all 8 shapes of an unseen list (M > 1024, K 512-2048; H200, held busy,
+          studies/2026-11-28-h200-gemm-s24/pingpong/): 64-row tiles load 64 + BLK_N operand
+          rows per 64 x BLK_N outputs, and the hidden epilogue does not pay for that.
         - operand loads evict-first in L2: streamed tiles leave alone the lines a model's other
           ops keep there (its activations) or left dirty. In the block, large shapes gain too,
           in 10 of 12 comparisons on four H100s (2048x4096x4096 +3, +10, +9%; 4096^3 -2, -1,
@@ -681,6 +701,12 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             # swapped 128x256 tiles (cuBLAS's 128x248 shape): 1.088x the s12 study's winner
             # at 2921x1408x6144, 0.969x cuBLAS, held busy (studies/2026-11-24-h100-gemm-s13/)
             tries.append(v(swap_ab=True, consumers=2, blk_n=256))
+            if problem["K"] <= 512:
+                # ping-pong 128x128 tiles, where a tile's epilogue is the largest share of its
+                # time: held busy on an H200, 1.042x the default at 3547x3904x512, 0.999x at
+                # 2515x14080x512; at K 1024-11264 0.895-0.993x, the default's own tiles
+                # ping-pong 0.85-0.98x at all 11 (studies/2026-11-28-h200-gemm-s24/pingpong/)
+                tries.append(v(pingpong=True, wg_m=128, blk_n=128, swap_ab=False))
             tries += self._wide_tiles(problem, v)
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
@@ -727,7 +753,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     def _complete(**overrides) -> Config:
         base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
                     persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False,
-                    split_k=1, l2_evict="first", stream_k=False)
+                    split_k=1, l2_evict="first", stream_k=False, pingpong=False)
         base.update(overrides)
         return base
 

@@ -21,13 +21,19 @@ from .compat import template_hash
 from .format import ConfigStore
 
 # Run inside the earlier revision's tree, with its own autotune and kernels: only APIs every
-# revision since the house reshaping has (get_space, ConfigStore.read, build().script()).
+# revision since the house reshaping has (get_space, ConfigStore.read, parameters,
+# build().script()). Knobs that revision lacks are left out of each config: it builds them at
+# the value they had before (a config that sets one otherwise builds another kernel here and
+# is named as changed).
 _DIGESTS = """
 import hashlib, json, sys
 from autotune.spaces import get_space
 from autotune.store import ConfigStore
 space, store = get_space(sys.argv[1]), ConfigStore.read(sys.argv[2])
-print(json.dumps({key: hashlib.sha256(space.build(e.config, e.parsed_problem).script().encode())
+def known(e):
+    names = set(space.parameters(e.parsed_problem))
+    return {k: v for k, v in e.config.items() if k in names}
+print(json.dumps({key: hashlib.sha256(space.build(known(e), e.parsed_problem).script().encode())
                   .hexdigest() for key, e in store.entries.items()}))
 """
 
@@ -71,7 +77,12 @@ def digests_at(revision: str, store_file: str | Path, repo: str | Path | None = 
 
 def restamp(store: ConfigStore, space, before: dict[str, str]) -> ConfigStore:
     """`store` with this checkout's template hash, if each entry's kernel digest equals
-    `before`'s (the earlier template's); a UserError naming the entries that differ otherwise."""
+    `before`'s (the earlier template's); a UserError naming the entries that differ otherwise.
+    Knobs the space gained since (`added_knobs`) are written into each entry at their earlier
+    values: the same kernels, now named as the space names them."""
+    store = dataclasses.replace(store, entries={
+        key: dataclasses.replace(e, config=space.with_added_knobs(e.config))
+        for key, e in store.entries.items()})
     after = kernel_digests(space, store)
     changed = sorted(key for key in store.entries if before.get(key) != after[key])
     if changed:

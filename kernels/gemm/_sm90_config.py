@@ -16,7 +16,7 @@ MAX_WGMMA_N = 256
 @dataclasses.dataclass(frozen=True)
 class GemmConfig:
     wg_m: int = 64  # rows per consumer warpgroup: 64 or 128 (one or two m64 wgmma)
-    consumers: int = 2  # consumer warpgroups, cooperative on one CTA tile
+    consumers: int = 2  # consumer warpgroups: cooperative on one CTA tile, or in turns (pingpong)
     blk_n: int = 256
     blk_k: int = 64
     stages: int = 4
@@ -39,10 +39,16 @@ class GemmConfig:
     # them); the cluster holding the tile's last K tile adds them and stores the tile. A pair's
     # CTAs walk the same tiles and K tiles in step, each its own half, so multicast still works.
     stream_k: bool = False
+    # Ping-pong (two consumers, persistent): each consumer owns whole wg_m-row tiles, the CTA's
+    # tiles dealt to them in turn; their mainloops take turns on the tensor cores, so one's
+    # epilogue runs while the other's wgmmas do. Cooperative (False): both consumers share
+    # each tile, and the tensor cores idle through every epilogue.
+    pingpong: bool = False
 
     @property
     def blk_m(self) -> int:
-        return self.wg_m * self.consumers
+        """Rows of one tile: a consumer's own under ping-pong, else all consumers'."""
+        return self.wg_m if self.pingpong else self.wg_m * self.consumers
 
     @property
     def multicast_size(self) -> int:

@@ -4,8 +4,9 @@ Warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads into 
 `stages`-deep shared-memory ring guarded by full/empty mbarriers), warpgroups 1..C are
 consumers that issue `wgmma` on their `wg_m` rows of the CTA tile, cooperatively on one
 tile (three consumers of 64 rows make the 192-row tiles that fill the SMs' waves where
-128-row ones leave a last wave mostly idle). `setmaxnreg` moves registers from the producer
-to the consumers.
+128-row ones leave a last wave mostly idle), or, ping-pong, two consumers on tiles of their own
+taken in turn, an order barrier each keeping their mainloops apart so that one's epilogue runs
+under the other's wgmmas. `setmaxnreg` moves registers from the producer to the consumers.
 
 Knobs (see GemmConfig) cover tile sizes, depth, 1x1/2x1/1x2 clusters with TMA multicast
 of the operand the pair shares, persistent scheduling with grouped raster order, a
@@ -98,6 +99,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     C, WG_M, BLK_M, BLK_N, BLK_K = cfg.consumers, cfg.wg_m, cfg.blk_m, cfg.blk_n, cfg.blk_k
     STAGES, CS, MC, SK = cfg.stages, cfg.cluster_size, cfg.multicast_size, cfg.split_k
     SWAP, EPI_TMA, STREAM_K = cfg.swap_ab, cfg.epilogue == "tma", cfg.stream_k
+    PINGPONG = cfg.pingpong
     M_ATOMS = WG_M // WGMMA_M
     PART = wgmma_n(BLK_N)
     ACC = accumulator_regs(cfg)
@@ -115,6 +117,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     assert SK == 1 or (not cfg.persistent and not EPI_TMA and MC == 1 and SLICE % 2 == 0
                        and KT >= SK), "split-K: one tile per cluster, register epilogue"
     assert not STREAM_K or (cfg.persistent and SK == 1), "stream-K: persistent, no split-K"
+    assert not PINGPONG or (C == 2 and cfg.persistent and SK == 1 and not STREAM_K), \
+        "ping-pong: two consumers, persistent, neither split-K nor stream-K"
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
@@ -296,6 +300,8 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         pool = T.SMEMPool()
         full = TMABar(pool, STAGES)
         empty = MBarrier(pool, STAGES)
+        if PINGPONG:  # order[c]: the other consumer has passed its tile's last full barrier
+            order = MBarrier(pool, 2)
         pool.move_base_to(1024)
         Xs = pool.alloc((STAGES, BLK_M, BLK_K), dtype, layout=X_layout)
         Ys = pool.alloc((STAGES, BLK_N, BLK_K), dtype, layout=Y_layout)
@@ -305,7 +311,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             pool.move_base_to(1024)
             R = pool.alloc((C, ACC, 128), "float32")
         full.init(1)
-        empty.init(C * MC)
+        empty.init((1 if PINGPONG else C) * MC)  # each stage's consumers, in every CTA it feeds
+        if PINGPONG:
+            order.init(1)
         pool.commit()
         T.ptx.fence.proxy.async_.shared__cta()
         T.ptx.fence.mbarrier_init.release.cluster()
@@ -373,6 +381,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CREGS)
             # a size-1 dimension indexed by a variable defeats the TMA alignment proof
             consumer = T.meta_var(wg_id - 1 if C > 1 else 0)
+            # which wg_m rows of the CTA tile are this consumer's: under ping-pong, the first
+            # (its tile's only ones)
+            part = T.meta_var(0 if PINGPONG else consumer)
             acc = T.alloc_local((ACC,), "float32")
             a_desc = T.alloc_local((1,), "uint64")
             b_desc = T.alloc_local((1,), "uint64")
@@ -393,7 +404,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     fence_acc(acc)
                     T.ptx.wgmma.fence.sync.aligned()
                     issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
-                              cs.stage * Y_STAGE_UNITS, consumer, kt > 0)
+                              cs.stage * Y_STAGE_UNITS, part, kt > 0)
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)
                     fence_acc(acc)
@@ -408,6 +419,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                                     empty.arrive(prev, remote=rank ^ 1)
                     prev = cs.stage
                     cs.advance()
+                if PINGPONG:  # the other consumer's next tile may start its wgmmas now
+                    if lane == 0:
+                        if warp == 0:
+                            order.arrive(1 - consumer)
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 fence_acc(acc)
                 if lane == 0:
@@ -429,16 +444,39 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     reduce_and_store(R, acc, consumer, warp * 32 + lane, rank, D,
                                      r0 + consumer * WG_M, c0, warp, lane)
                 elif EPI_TMA:
-                    store_chunks(D, Ds, acc, consumer, r0 + consumer * WG_M, c0, warp, lane)
+                    store_chunks(D, Ds, acc, consumer, r0 + part * WG_M, c0, warp, lane)
                 else:
-                    store_reg(D, acc, r0 + consumer * WG_M, c0, warp, lane)
+                    store_reg(D, acc, r0 + part * WG_M, c0, warp, lane)
 
-            tile: T.int32 = cluster_id
-            while tile < TILE_LIMIT:
-                consume(k_count)
-                # ---------------- epilogue ----------------
-                epilogue(tile)
-                tile = tile + NCL
+            if PINGPONG:
+                @T.inline
+                def skip_stages(n):
+                    """Past the other consumer's n K tiles of the ring."""
+                    cs.phase = cs.phase ^ ((cs.stage + n) // STAGES % 2)
+                    cs.stage = (cs.stage + n) % STAGES
+
+                # the CTA's tiles are dealt in turn: this consumer's are every other one. Before
+                # each (but the CTA's first) it waits until the other consumer has passed its
+                # tile's full barriers: then this tile's stages are at most one phase ahead of
+                # the parity waits, and the two mainloops alternate on the tensor cores.
+                skip_stages(consumer * KT)
+                turn: T.int32 = 0
+                own: T.int32 = cluster_id + consumer * NCL
+                while own < TILE_LIMIT:
+                    if own > cluster_id:
+                        order.wait(consumer, turn)
+                        turn = turn ^ 1
+                    consume(KT)
+                    epilogue(own)
+                    skip_stages(KT)
+                    own = own + 2 * NCL
+            else:
+                tile: T.int32 = cluster_id
+                while tile < TILE_LIMIT:
+                    consume(k_count)
+                    # ---------------- epilogue ----------------
+                    epilogue(tile)
+                    tile = tile + NCL
             if STREAM_K:
                 tid = T.meta_var(warp * 32 + lane)
                 leader = T.meta_var((warp == 0) & (lane == 0))
