@@ -9,9 +9,9 @@
 #   bash scripts/gpu_suite_s24.sh after   # carry .bundle/device-site.tar.xz
 # study: an 8-trial study of each of its 12 shapes; after: compare with that store, kernels built
 # there (our kernel alone after a study, each study winner's recorded time beside compare's).
-# pingpong: the ping-pong schedule (kernels/gemm/sm90.py, `pingpong`: two consumers take the
-# CTA's tiles in turn, so one's epilogue overlaps the other's mainloop) held busy beside the
-# default at M > 1024: list s26 (studies/unseen_gemm_2026-11-28-s26.md, committed before
+# pingpong: the ping-pong schedule (schedule='pingpong', kernels/gemm/sm90.py: two consumers
+# take the CTA's tiles in turn, so one's epilogue overlaps the other's mainloop) held busy
+# beside the default at M > 1024: list s26 (studies/unseen_gemm_2026-11-28-s26.md, committed before
 # measuring: the rule judged is "the default's tiles, ping-pong", written down before any
 # ping-pong kernel ran) and three seen shapes; per shape the default, the default's tiles
 # ping-pong, 128x128 ping-pong tiles (two m64 atoms each); kernels built here by

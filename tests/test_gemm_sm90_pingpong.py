@@ -1,5 +1,5 @@
-"""Ping-pong in the Hopper GEMM (`pingpong`): its geometry, legality, where the plugin offers it,
-how configs stored before the knob keep their names, and its kernel."""
+"""Ping-pong in the Hopper GEMM (schedule='pingpong'): its geometry, legality, where the plugin
+offers it, how configs stored before the knob keep their names, and its kernel."""
 
 import dataclasses
 
@@ -17,7 +17,7 @@ PROBLEM = SPACE.parse_problem("4128x16384x1024")
 
 
 def _pingpong(**change):
-    return {**SPACE.default_config(PROBLEM), "pingpong": True, **change}
+    return {**SPACE.default_config(PROBLEM), "schedule": "pingpong", **change}
 
 
 def test_each_consumer_owns_whole_tiles_of_its_rows():
@@ -47,21 +47,21 @@ def test_pingpong_refuses_what_it_cannot_run_with_the_rule(change, rule):
                                    "512x4096x4096", "16x4096x4096", "160x9216x8192"])
 def test_no_default_takes_pingpong(shape):
     # the default's own tiles ping-pong were 0.85-0.98x it at all 11 shapes held busy (H200)
-    assert not SPACE.default_config(SPACE.parse_problem(shape))["pingpong"]
+    assert SPACE.default_config(SPACE.parse_problem(shape))["schedule"] == "cooperative"
 
 
 @pytest.mark.parametrize("shape, offered", [("3547x3904x512", True), ("9000x1024x256", True),
                                             ("4128x16384x1024", False), ("512x4096x512", False)])
 def test_the_128x128_pingpong_seed_only_at_large_m_and_short_k(shape, offered):
     problem = SPACE.parse_problem(shape)
-    seeds = [c for c in SPACE.seed_configs(problem) if c["pingpong"]]
+    seeds = [c for c in SPACE.seed_configs(problem) if c["schedule"] == "pingpong"]
     assert bool(seeds) == offered
     assert all((c["wg_m"], c["blk_n"]) == (128, 128) for c in seeds)
 
 
 def test_a_config_stored_before_the_knob_keeps_its_id_and_reads_as_the_default():
     default = SPACE.default_config(PROBLEM)
-    stored = {k: v for k, v in default.items() if k != "pingpong"}
+    stored = {k: v for k, v in default.items() if k != "schedule"}
     assert config_id(stored) == config_id(default) != config_id(_pingpong())
     entry = Entry(problem=PROBLEM.key, config=stored, time_ms=0.2,
                   measured={config_id(stored): 0.2})
@@ -74,7 +74,7 @@ def test_restamp_writes_the_knob_into_entries_stored_before_it(tmp_path):
     from autotune.store import Header
 
     default = SPACE.default_config(PROBLEM)
-    stored = {k: v for k, v in default.items() if k != "pingpong"}
+    stored = {k: v for k, v in default.items() if k != "schedule"}
     header = Header(space=SPACE.name, kernel=SPACE.kernel, arch=SPACE.arch, device="NVIDIA H200",
                     template="0ld")
     store = ConfigStore(header, {PROBLEM.key: Entry(problem=PROBLEM.key, config=stored,

@@ -84,3 +84,20 @@ def test_get_space_by_module_path():
 def test_builtin_plugins_are_registered():
     # The shipped GEMM spaces are entry points of the installed package (loaded or not).
     assert {"gemm_sm90", "gemm_sm100"} <= set(discover())
+
+
+def test_a_late_knob_at_its_earlier_value_is_no_other_spaces_knob_value():
+    # config ids leave LATE_KNOBS at their earlier values out, whatever the space: a shipped
+    # space that took such a value would have two of its configs share an id
+    from autotune.store.format import LATE_KNOBS
+
+    for name in discover():
+        space = get_space(name)
+        problem = space.default_problems()[0]
+        knobs = space.parameters(problem)
+        owner = set(LATE_KNOBS) <= set(getattr(space, "added_knobs", {}))
+        for knob, value in LATE_KNOBS.items():
+            if knob in knobs and not owner:
+                assert value not in knobs[knob].choices, (name, knob)
+    assert LATE_KNOBS == {"schedule": "cooperative"}
+    assert get_space("gemm_sm90").added_knobs["schedule"] == "cooperative"

@@ -64,7 +64,7 @@ def test_an_earlier_revision_is_built_in_its_own_worktree(small, tmp_path):
         digests_at("no-such-revision", path, repo=ROOT)
 
 
-# The last commit before the GEMM template had `pingpong` (session 24).
+# The last commit before the GEMM space had its `schedule` knob (session 24).
 BEFORE_PINGPONG = "25ae38c"
 
 
@@ -72,12 +72,13 @@ def test_a_revision_without_a_knob_builds_the_entries_at_its_earlier_value(small
     space = get_space("gemm_sm90")
     key = sorted(small.entries)[0]
     entry = small.entries[key]
-    assert entry.config["pingpong"] is False  # the committed store names the knob
+    assert entry.config["schedule"] == "cooperative"  # the committed store names the knob
     path = small.write(tmp_path / "store.json")
     before = digests_at(BEFORE_PINGPONG, path, repo=ROOT)
     assert before == kernel_digests(space, small)
     # set, the knob builds another kernel here: restamping names the entry
     turned = dataclasses.replace(small, entries={**small.entries, key: dataclasses.replace(
-        entry, config={**entry.config, "pingpong": True, "consumers": 2, "persistent": True})})
+        entry, config={**entry.config, "schedule": "pingpong", "consumers": 2,
+                       "persistent": True})})
     with pytest.raises(UserError, match=rf"1 of 2 entries build another kernel.*{key}"):
         restamp(turned, space, before)

@@ -37,7 +37,7 @@ Legality rules (checked before anything compiles; `violations` names each broken
   accumulators with three consumers, <= 104 with two swapped, <= 144 unswapped, <= 184 with
   one (measured spills).
 
-- ping-pong (two consumers each owning whole wg_m-row tiles, taken in turn: one's epilogue
+- schedule='pingpong' (two consumers each owning whole wg_m-row tiles, taken in turn: one's epilogue
   under the other's wgmmas): consumers=2, persistent, neither split-K nor stream-K. Slower than
   the cooperative tiles nearly everywhere it was measured: 4-19% on the H100 suite's large
   shapes (a first version, studies/2026-11-22-h100-gemm-sm90/), the default's tiles ping-pong
@@ -117,7 +117,7 @@ KNOBS: dict[str, tuple] = {
     "split_k": (1, 2, 4, 8),
     "l2_evict": ("first", "normal"),
     "stream_k": (False, True),
-    "pingpong": (False, True),
+    "schedule": ("cooperative", "pingpong"),
 }
 SKINNY_M = 128
 # Up to 3 x 64 rows, 128-row tiles pad M to 256 rows: the skinny rule's 64-row tiles instead,
@@ -247,8 +247,9 @@ SUITE = tuple(f"{s}x{s}x{s}" for s in (2048, 4096, 8192)) + tuple(
 def kernel_config(config: Config):
     """The template's GemmConfig for a space config."""
     cm, cn = CLUSTERS[config["cluster"]]
-    fields = {k: v for k, v in config.items() if k != "cluster"}
-    return GemmConfig(cluster_m=cm, cluster_n=cn, **fields)
+    fields = {k: v for k, v in config.items() if k not in ("cluster", "schedule")}
+    return GemmConfig(cluster_m=cm, cluster_n=cn,
+                      pingpong=config.get("schedule", "cooperative") == "pingpong", **fields)
 
 
 def _one_wave_blk_n(n: int, row_tiles: int, sms: int = H100_SMS) -> int:
@@ -287,9 +288,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     arch = "sm_90a"
     op = GEMM
     default_shapes = SUITE
-    # stream_k came after the session-3/4 studies and recordings, pingpong after session 23's:
-    # all of them ran without it.
-    added_knobs = {"stream_k": False, "pingpong": False}
+    # stream_k came after the session-3/4 studies and recordings, schedule after session 23's:
+    # all of them ran without stream-K, cooperative.
+    added_knobs = {"stream_k": False, "schedule": "cooperative"}
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -337,12 +338,14 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 out.append("stream_k already splits K: it needs split_k=1")
         if cfg.pingpong:
             if cfg.consumers != 2:
-                out.append(f"pingpong deals tiles to two consumers in turn: it needs "
+                out.append(f"schedule='pingpong' deals tiles to two consumers in turn: it needs "
                            f"consumers=2, not {cfg.consumers}")
             if not cfg.persistent:
-                out.append("pingpong deals each CTA several tiles: it needs persistent=True")
+                out.append("schedule='pingpong' deals each CTA several tiles: it needs "
+                           "persistent=True")
             if cfg.split_k > 1 or cfg.stream_k:
-                out.append("pingpong runs whole tiles: it needs split_k=1 and stream_k=False")
+                out.append("schedule='pingpong' runs whole tiles: it needs split_k=1 and "
+                           "stream_k=False")
         return out
 
     @staticmethod
@@ -429,7 +432,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           clusters, it still lost on 8 of 9 shapes (1x1) and 8 of 8 (2x1); it won on
           700x6144x16384 only (0.876x cuBLAS vs 0.780 tiled, 1x1, evict-normal;
           studies/2026-11-23-h100-gemm-s5/).
-        - never ping-pong (the knob): the default's tiles ping-pong were 0.87-0.98x the
+        - never ping-pong (the `schedule` knob): the default's tiles ping-pong were 0.87-0.98x the
           default at all 8 shapes of an unseen list (M > 1024, K 512-2048; H200, held busy,
           studies/2026-11-28-h200-gemm-s24/pingpong/): 64-row tiles load 64 + BLK_N operand
           rows per 64 x BLK_N outputs, and the hidden epilogue does not pay for that.
@@ -706,7 +709,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 # time: held busy on an H200, 1.042x the default at 3547x3904x512, 0.999x at
                 # 2515x14080x512; at K 1024-11264 0.895-0.993x, the default's own tiles
                 # ping-pong 0.85-0.98x at all 11 (studies/2026-11-28-h200-gemm-s24/pingpong/)
-                tries.append(v(pingpong=True, wg_m=128, blk_n=128, swap_ab=False))
+                tries.append(v(schedule="pingpong", wg_m=128, blk_n=128, swap_ab=False))
             tries += self._wide_tiles(problem, v)
             tries += self._narrow_family(problem)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
@@ -753,7 +756,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     def _complete(**overrides) -> Config:
         base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
                     persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False,
-                    split_k=1, l2_evict="first", stream_k=False, pingpong=False)
+                    split_k=1, l2_evict="first", stream_k=False, schedule="cooperative")
         base.update(overrides)
         return base
 
