@@ -3,7 +3,7 @@
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, judge_prebuilt, prebuild_picks,
 # attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
-# variants_vendor, suite_compare, retime_part, gpu_tests and shared_step.
+# variants_vendor, suite_compare, retime_part, gpu_tests, ncu_shapes and shared_step.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -193,12 +193,22 @@ gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated ru
     -k default_config_validates > $R/conformance.log 2>&1
   echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
 }
-shared_step() {  # $1 suite, tests or power: a step every session runs alike (suite: from the
-  # committed store $STORE)
+ncu_shapes() {  # Nsight Compute (scripts/ncu_gemm.sh) over every shape folder of ./ncu, built
+  # here by `scripts/ncu_gemm.py build ncu SHAPE --config TAG=JSON ...`: each config beside cuBLAS
+  for d in ncu/*/; do
+    local shape=$(basename $d)
+    OUT=$R timeout 200 bash scripts/ncu_gemm.sh ncu $shape > $R/ncu-$shape.log 2>&1
+    echo "ncu $shape rc=$? at $SECONDS s" | tee -a $R/run.log; tail -n 40 $R/ncu-$shape.log
+    rm -f $R/ncu-$shape-raw.csv  # every metric of every kernel: too big to bring back
+  done
+}
+shared_step() {  # $1 suite, tests, power or ncu: a step every session runs alike (suite: from
+  # the committed store $STORE)
   case $1 in
   suite) source scripts/gpu_env.sh; sha256sum $STORE | tee $R/store.sha256; suite_compare ;;
   tests) source scripts/gpu_env.sh; gpu_tests ;;
   power) held_busy; variants_vendor ;;
+  ncu) ncu_shapes ;;
   esac
 }
 if [ "$1" = stage ]; then  # the part of TVM this call carries (scripts/gpu_stage.sh)

@@ -99,5 +99,6 @@ def test_a_late_knob_at_its_earlier_value_is_no_other_spaces_knob_value():
         for knob, value in LATE_KNOBS.items():
             if knob in knobs and not owner:
                 assert value not in knobs[knob].choices, (name, knob)
-    assert LATE_KNOBS == {"schedule": "cooperative"}
-    assert get_space("gemm_sm90").added_knobs["schedule"] == "cooperative"
+    # each is a knob gemm_sm90 gained after its stores, at the value they were measured at
+    assert LATE_KNOBS.items() <= get_space("gemm_sm90").added_knobs.items()
+    assert set(LATE_KNOBS) == {"schedule", "multicast"}

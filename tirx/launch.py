@@ -286,6 +286,23 @@ class Kernel:
             cfg.numAttrs = 0
         return cfg
 
+    def max_active_clusters(self, cluster_size: int | None = None) -> int:
+        """Clusters of this kernel (`cluster_size` CTAs along x; default: its own clusters) the
+        device runs at once (cuOccupancyMaxActiveClusters). The hardware places a cluster inside
+        one GPC, so where GPCs' SM counts are not multiples of the size this is below
+        SMs / size, and a persistent grid sized by SMs / size runs its last clusters late."""
+        size = cluster_size or self.spec.cluster_size
+        cfg = cu.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = size, 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.spec.block
+        cfg.sharedMemBytes = self.spec.dynamic_smem
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = size, 1, 1
+        cfg.attrs, cfg.numAttrs = [attr], 1
+        return int(_check(cu.cuOccupancyMaxActiveClusters(self._func, cfg),
+                          "cuOccupancyMaxActiveClusters"))
+
     def check_args(self, args) -> None:
         check_args(self.spec, args)
 

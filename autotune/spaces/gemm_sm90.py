@@ -36,7 +36,11 @@ Legality rules (checked before anything compiles; `violations` names each broken
   split at a time); beside the register epilogue its fix-up needs registers too: <= 64
   accumulators with three consumers, <= 104 with two swapped, <= 144 unswapped, <= 184 with
   one (measured spills).
-
+- multicast=4 (clusters of four along the cluster's axis: '2x1' becomes 4x1, each CTA loading a
+  quarter of the shared tile for all four; cuBLAS's kind at few-tile, long-K shapes, e.g. 64x64
+  in 4x1 at 185x2048x5504 on an H200): a cluster axis, BLK_N a multiple of 32 along M (whole
+  swizzle atoms per quarter), no stream-K; persistent grids hold 30 clusters, the most of four
+  an H200 runs at once (12 SMs idle: its GPCs' SM counts are not multiples of 4).
 - schedule='pingpong' (two consumers each owning whole wg_m-row tiles, taken in turn: one's epilogue
   under the other's wgmmas): consumers=2, persistent, neither split-K nor stream-K. Slower than
   the cooperative tiles nearly everywhere it was measured: 4-19% on the H100 suite's large
@@ -118,6 +122,7 @@ KNOBS: dict[str, tuple] = {
     "l2_evict": ("first", "normal"),
     "stream_k": (False, True),
     "schedule": ("cooperative", "pingpong"),
+    "multicast": (2, 4),
 }
 SKINNY_M = 128
 # Up to 3 x 64 rows, 128-row tiles pad M to 256 rows: the skinny rule's 64-row tiles instead,
@@ -246,8 +251,9 @@ SUITE = tuple(f"{s}x{s}x{s}" for s in (2048, 4096, 8192)) + tuple(
 
 def kernel_config(config: Config):
     """The template's GemmConfig for a space config."""
-    cm, cn = CLUSTERS[config["cluster"]]
-    fields = {k: v for k, v in config.items() if k not in ("cluster", "schedule")}
+    span = config.get("multicast", 2) // 2  # a cluster's axis holds 2 or 4 CTAs
+    cm, cn = (n * span if n > 1 else 1 for n in CLUSTERS[config["cluster"]])
+    fields = {k: v for k, v in config.items() if k not in ("cluster", "schedule", "multicast")}
     return GemmConfig(cluster_m=cm, cluster_n=cn,
                       pingpong=config.get("schedule", "cooperative") == "pingpong", **fields)
 
@@ -288,9 +294,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     arch = "sm_90a"
     op = GEMM
     default_shapes = SUITE
-    # stream_k came after the session-3/4 studies and recordings, schedule after session 23's:
-    # all of them ran without stream-K, cooperative.
-    added_knobs = {"stream_k": False, "schedule": "cooperative"}
+    # stream_k came after the session-3/4 studies and recordings, schedule after session 23's,
+    # multicast after session 24's: all of them ran without stream-K, cooperative, in pairs.
+    added_knobs = {"stream_k": False, "schedule": "cooperative", "multicast": 2}
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -336,6 +342,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                            "persistent=True")
             if cfg.split_k > 1:
                 out.append("stream_k already splits K: it needs split_k=1")
+        if config.get("multicast", 2) == 4:
+            out += self._multicast_4_violations(cfg)
         if cfg.pingpong:
             if cfg.consumers != 2:
                 out.append(f"schedule='pingpong' deals tiles to two consumers in turn: it needs "
@@ -346,6 +354,19 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if cfg.split_k > 1 or cfg.stream_k:
                 out.append("schedule='pingpong' runs whole tiles: it needs split_k=1 and "
                            "stream_k=False")
+        return out
+
+    @staticmethod
+    def _multicast_4_violations(cfg) -> list[str]:
+        out = []
+        if cfg.multicast_size == 1:
+            out.append("multicast=4 shares each tile among 4 CTAs along the cluster's axis: it "
+                       "needs cluster='2x1' or '1x2'")
+        elif cfg.cluster_m == 4 and cfg.blk_n % 32:
+            out.append(f"multicast=4 along M: each CTA loads BLK_N/4 rows of the B tile, whole "
+                       f"8-row swizzle atoms: BLK_N={cfg.blk_n} needs to be a multiple of 32")
+        if cfg.stream_k:
+            out.append("stream_k runs clusters of at most 2 CTAs: it needs multicast=2")
         return out
 
     @staticmethod
@@ -756,7 +777,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     def _complete(**overrides) -> Config:
         base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
                     persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False,
-                    split_k=1, l2_evict="first", stream_k=False, schedule="cooperative")
+                    split_k=1, l2_evict="first", stream_k=False, schedule="cooperative",
+                    multicast=2)
         base.update(overrides)
         return base
 

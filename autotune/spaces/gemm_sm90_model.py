@@ -9,7 +9,8 @@ Per CTA work unit (a tile, or a tile's share of K under split-K), over its K ite
   128 B/clk per SM, N < 64 starves the tensor cores, e.g. N=16 runs at 40%);
 - loads: the stage's bytes at the SM's share of bandwidth, which is capped by the bytes the
   ring keeps in flight (stages x stage bytes per ~1 us of memory latency) and by device memory
-  shared among the CTAs loading at once; a 2-CTA multicast cluster loads its shared operand once;
+  shared among the CTAs loading at once; a multicast cluster (2 or 4 CTAs) loads its shared
+  operand once;
 - a K iteration takes the slower of the two (the ring overlaps them); then the ring's fill
   latency and the epilogue's stores (split-K: the partial sums exchanged through DSMEM).
 Units run in waves of the SMs (persistent kernels: over the CTAs they launch); the time is the
@@ -47,7 +48,8 @@ STREAM_K_SLOWDOWN = 1.2
 # traffic of 320 operand rows a K step, s9). The factor is fitted on sessions <= 12's 168
 # studies (pairwise order of their trials 0.533 -> 0.658, flat over 1.5-1.7) and held on
 # sessions 13-20's 84: 0.387 -> 0.706, the top-ranked trial's time 0.837 -> 0.962 of the
-# study's best (studies/2026-11-27-cpu-gemm-model-pairs/).
+# study's best (studies/2026-11-27-cpu-gemm-model-pairs/). Clusters of four pay it too (no
+# studies of them to fit on yet).
 PAIR_SLOWDOWN = 1.6
 
 
@@ -75,11 +77,11 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
 
     mma_flops = 2 * cfg.blk_m * cfg.blk_n * cfg.blk_k
     compute_s = mma_flops / (SM_FLOPS_PER_S * _wgmma_efficiency(cfg.blk_n))
-    shared = 0.5 if cfg.multicast_size == 2 else 1.0
+    shared = 1 / cfg.multicast_size
     a_rows, b_rows = cfg.blk_m, cfg.blk_n
-    if cfg.cluster_m == 2:  # a pair along M multicasts the B tile
+    if cfg.cluster_m > 1:  # CTAs along M multicast the B tile
         b_rows *= shared
-    elif cfg.cluster_n == 2:  # a pair along N multicasts the A tile
+    elif cfg.cluster_n > 1:  # CTAs along N multicast the A tile
         a_rows *= shared
     stage_bytes = (a_rows + b_rows) * cfg.blk_k * ELEM_BYTES
     in_flight = cfg.stages * (cfg.blk_m + cfg.blk_n) * cfg.blk_k * ELEM_BYTES
@@ -93,4 +95,4 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
 
     floor_s = (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S
     return (max(waves * unit_s, floor_s) * 1e3 * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
-            * (PAIR_SLOWDOWN if cfg.multicast_size == 2 else 1.0))
+            * (PAIR_SLOWDOWN if cfg.multicast_size > 1 else 1.0))

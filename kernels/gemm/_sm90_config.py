@@ -8,6 +8,10 @@ import math
 
 DTYPES = ("bfloat16", "float16")
 H100_SMS = 132  # H100 SXM and H200 alike
+# Clusters of 4 and 8 CTAs the GPU runs at once (cuOccupancyMaxActiveClusters, H200, any of our
+# kernels: studies/2026-11-28-h200-gemm-s25/occupancy): a cluster sits inside one GPC, and the
+# GPCs' SM counts leave 12 SMs outside clusters of 4. Pairs fill all 132 SMs (66).
+CO_RESIDENT_CLUSTERS = {4: 30, 8: 15}
 SMEM_LIMIT = 232448  # dynamic shared memory one CTA may ask for on sm_90 (227 KB)
 ELEM_BYTES = 2
 MAX_WGMMA_N = 256
@@ -20,8 +24,8 @@ class GemmConfig:
     blk_n: int = 256
     blk_k: int = 64
     stages: int = 4
-    cluster_m: int = 1  # 2: a pair along M shares (multicasts) the B tile
-    cluster_n: int = 1  # 2: a pair along N shares (multicasts) the A tile
+    cluster_m: int = 1  # 2 or 4: CTAs along M share (multicast) the B tile
+    cluster_n: int = 1  # 2 or 4: CTAs along N share (multicast) the A tile
     persistent: bool = True
     raster: str = "m"  # "m": walk down M inside a group of `group` tile rows; "n": transposed
     group: int = 8
@@ -52,7 +56,7 @@ class GemmConfig:
 
     @property
     def multicast_size(self) -> int:
-        """CTAs that share (multicast) an operand tile: 1 or 2."""
+        """CTAs that share (multicast) an operand tile: 1, 2 or 4."""
         return self.cluster_m * self.cluster_n
 
     @property
@@ -143,11 +147,19 @@ def geometry(M: int, N: int, K: int, cfg: GemmConfig, num_sms: int = H100_SMS) -
     ctm = math.ceil(math.ceil(rows / cfg.blk_m) / cfg.cluster_m)
     ctn = math.ceil(math.ceil(cols / cfg.blk_n) / cfg.cluster_n)
     total = ctm * ctn
-    clusters = min(total, num_sms // cfg.cluster_size) if cfg.persistent else total
+    resident = co_resident_clusters(cfg.cluster_size, num_sms)
+    clusters = min(total, resident) if cfg.persistent else total
     k_tiles = math.ceil(K / cfg.blk_k)
     if cfg.stream_k:
-        clusters = min(num_sms // cfg.cluster_size, total * k_tiles)
+        clusters = min(resident, total * k_tiles)
     return Geometry(rows, cols, ctm, ctn, total, clusters, cfg.cluster_size, k_tiles)
+
+
+def co_resident_clusters(size: int, num_sms: int = H100_SMS) -> int:
+    """Clusters of `size` CTAs (one per SM) that run at once: a persistent grid's clusters."""
+    if num_sms == H100_SMS and size in CO_RESIDENT_CLUSTERS:
+        return CO_RESIDENT_CLUSTERS[size]
+    return num_sms // size
 
 
 def stream_k_split(g: Geometry) -> tuple[int, int]:

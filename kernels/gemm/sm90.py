@@ -106,7 +106,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     STAGE_BYTES = (BLK_M + BLK_N) * BLK_K * ELEM_BYTES
     X_STAGE_UNITS = BLK_M * BLK_K * ELEM_BYTES // 16  # descriptor units per ring stage
     Y_STAGE_UNITS = BLK_N * BLK_K * ELEM_BYTES // 16
-    # Multicast halves: rank r of a pair loads rows [r*H, (r+1)*H) of the shared tile.
+    # Multicast parts: rank r of MC CTAs loads rows [r*H, (r+1)*H) of the shared tile for all.
     HX, HY = BLK_M // cfg.cluster_n, BLK_N // cfg.cluster_m
     MCAST = (1 << MC) - 1
     NWG = C + 1
@@ -175,6 +175,17 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     b_off = smem_desc_offset(BLK_N, y0, kk * WGMMA_K)
                     b = b_desc + T.cast(y_unit + b_off, "uint64")
                     T.evaluate(wgmma_ss(dtype, PART, acc, (j * BLK_N + y0) // 2, a, b, scale_d))
+
+    def release(empty, stage, warp, rank):
+        """Lane 0 of each warp: hand a consumed stage back to every producer that writes into
+        this CTA's ring, warp w to the CTA of rank `rank ^ w` (w = 0: its own)."""
+        with T.If(warp == 0):
+            with T.Then():
+                empty.arrive(stage)
+        for peer in range(1, MC):
+            with T.If(warp == peer):
+                with T.Then():
+                    empty.arrive(stage, remote=rank ^ peer)
 
     def fence_acc(acc):
         fence_accumulators(acc, ACC)
@@ -412,11 +423,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                         # the previous stage's wgmmas are done: hand it back to every producer
                         # that writes into this CTA's ring
                         if lane == 0:
-                            if warp == 0:
-                                empty.arrive(prev)
-                            if MC > 1:
-                                if warp == 1:
-                                    empty.arrive(prev, remote=rank ^ 1)
+                            release(empty, prev, warp, rank)
                     prev = cs.stage
                     cs.advance()
                 if PINGPONG:  # the other consumer's next tile may start its wgmmas now
@@ -426,11 +433,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 fence_acc(acc)
                 if lane == 0:
-                    if warp == 0:
-                        empty.arrive(prev)
-                    if MC > 1:
-                        if warp == 1:
-                            empty.arrive(prev, remote=rank ^ 1)
+                    release(empty, prev, warp, rank)
 
             @T.inline
             def epilogue(tile):
