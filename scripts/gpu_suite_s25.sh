@@ -14,14 +14,37 @@
 #   python scripts/ncu_gemm.py build build/ncu25 185x2048x5504 \
 #     --config 'four1x4={"cluster": "1x2", "multicast": 4}'
 # (our default's 128x256 tiles alone and in pairs where cuBLAS runs pairs; 64x64 alone and in
-# fours where cuBLAS runs fours). Results: $OUT/<step>.tgz.
+# fours where cuBLAS runs fours).
+# diag: why our clusters lose. Held busy at 4 seen shapes: the default, its tiles in pairs and
+# fours, and at 217x3840x15360 also evict-normal loads and 6 stages beside the pair; then the
+# same clusters built with each CTA loading the whole shared tile itself (no multicast, the
+# cluster's barriers kept: a diagnostic build, AUTOTUNE_DIAG_NOMC=1 on a local patch of
+# kernels/gemm/sm90.py that is not committed) -> nomc/. Kernels built here by the loop above
+# from $S25/diag/variants.txt into build/idx30 and, patched, variants_nomc.txt into
+# build/idx30nomc; carry both.
+# wait: the same diagnostic patch, AUTOTUNE_DIAG_WAIT=empty (the producer's empty-barrier wait a
+# try_wait loop at cluster scope, no suspend-time hint) into build/idx31e and =both (the
+# consumers' full-barrier waits too) into build/idx31b, from $S25/diag/variants_wait.txt.
+# Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
 case $1 in
 four) cp studies/2026-11-28-h200-gemm-s25/four/variants.txt variants.txt
   rm -rf idx ncu && cp -r build/idx29 idx && cp -r build/ncu25 ncu
   shared_step power; shared_step ncu ;;
-*) echo "usage: gpu_suite_s25.sh four" >&2
+diag) S=studies/2026-11-28-h200-gemm-s25/diag  # held busy, then the clusters' own loads again
+  cp $S/variants.txt variants.txt && rm -rf idx && cp -r build/idx30 idx && held_busy
+  R0=$R && R=$R0/nomc && mkdir -p $R && cp $S/variants_nomc.txt variants.txt
+  rm -rf idx && cp -r build/idx30nomc idx && held_busy
+  R=$R0 && cp $S/variants.txt variants.txt && variants_vendor ;;
+wait) S=studies/2026-11-28-h200-gemm-s25/diag  # the producers' empty waits (e), and the
+  # consumers' full waits too (b), as try_wait loops at cluster scope without a time hint
+  R0=$R && cp $S/variants_wait.txt variants.txt
+  for tag in e b; do
+    R=$R0/$tag && mkdir -p $R && rm -rf idx && cp -r build/idx31$tag idx && held_busy
+  done
+  R=$R0 ;;  # (as run on 2026-11-28 without this line, only b/ came back: e/ is in its log)
+*) echo "usage: gpu_suite_s25.sh four|diag|wait" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log

@@ -40,7 +40,9 @@ Legality rules (checked before anything compiles; `violations` names each broken
   quarter of the shared tile for all four; cuBLAS's kind at few-tile, long-K shapes, e.g. 64x64
   in 4x1 at 185x2048x5504 on an H200): a cluster axis, BLK_N a multiple of 32 along M (whole
   swizzle atoms per quarter), no stream-K; persistent grids hold 30 clusters, the most of four
-  an H200 runs at once (12 SMs idle: its GPCs' SM counts are not multiples of 4).
+  an H200 runs at once (12 SMs idle: its GPCs' SM counts are not multiples of 4). Held busy at
+  8 skinny shapes they lost to the same tiles alone, 0.56-0.95x (pairs 0.64-0.96x; H200,
+  studies/2026-11-28-h200-gemm-s25/four): a knob for studies, in no seed or rule.
 - schedule='pingpong' (two consumers each owning whole wg_m-row tiles, taken in turn: one's epilogue
   under the other's wgmmas): consumers=2, persistent, neither split-K nor stream-K. Slower than
   the cooperative tiles nearly everywhere it was measured: 4-19% on the H100 suite's large
@@ -204,7 +206,10 @@ ROWS_192_BLK_N = (192, 160)
 # vs 0.1813 (1x2), 5164x4608x18432 1.218 vs 1.219. Nsight Compute at 2921x1408x6144 (.../ncu):
 # a pair's consumers spend ~40% of their stall samples waiting for a full ring stage (alone,
 # for their own wgmmas), and its SMs sit idle ~20% of the kernel. cuBLAS's 1x2 pairs do not
-# starve there: our multicast pipeline is what needs work. Pairs stay in the seeds; which
+# starve there: our clustered pipeline is what needs work (on an H200 the same clusters without
+# multicast, each CTA loading its own tiles, ran as slowly: 217x3840x15360 pair 79.1 us,
+# unicast 81.8, alone 58.4; the cost is the cluster's lockstep, .../2026-11-28-h200-gemm-s25/
+# diag). Pairs stay in the seeds; which
 # orientation mattered (1300x43008x14336, 192x192: 1x2 2.31 ms, 2x1 2.60; 128x256 in 1x2 1.25x
 # and 1.65x slower than 2x1 there and at 3100x8192x22016; studies/2026-11-24-h100-gemm-s9/).
 LARGE_CLUSTER = "1x1"
