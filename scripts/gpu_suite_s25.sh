@@ -25,7 +25,21 @@
 # wait: the same diagnostic patch, AUTOTUNE_DIAG_WAIT=empty (the producer's empty-barrier wait a
 # try_wait loop at cluster scope, no suspend-time hint) into build/idx31e and =both (the
 # consumers' full-barrier waits too) into build/idx31b, from $S25/diag/variants_wait.txt.
-# Results: $OUT/<step>.tgz.
+# fwd: a third diagnostic patch, AUTOTUNE_DIAG_FWD=1: in clusters, the consumers release a stage
+# on a local barrier only, and an idle producer warp forwards it to every CTA's empty barrier
+# (the remote arrivals off the consumers' path), from $S25/diag/variants_fwd.txt into
+# build/idx32.
+# solo: a fourth, AUTOTUNE_DIAG_SOLO=1: launched as clusters, each CTA runs alone (its own
+# loads, its own consumers' releases only: no barrier across the cluster but the first and
+# last), from $S25/diag/variants_solo.txt into build/idx33.
+# policy: scripts/cluster_launch_probe.cu (where 120 CTAs of 200 KB land, alone and in clusters
+# of 2 and 4) under the cluster scheduling policies default/spread/load-balancing, then
+# four/'s kernels (build/idx29) at three shapes held busy under each (AUTOTUNE_CLUSTER_POLICY, a
+# local patch of tirx/launch.py adding the launch attribute).
+# raster: a launch fills a GPC with consecutive clusters, so with raster 'm' a GPC's pairs read
+# the same B tiles at once; raster 'n' (group 8 and 16) spreads them: the default and its
+# tiles in pairs, each both ways, from $S25/diag/variants_raster.txt into build/idx34 (the
+# committed template). Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
 case $1 in
@@ -44,7 +58,22 @@ wait) S=studies/2026-11-28-h200-gemm-s25/diag  # the producers' empty waits (e),
     R=$R0/$tag && mkdir -p $R && rm -rf idx && cp -r build/idx31$tag idx && held_busy
   done
   R=$R0 ;;  # (as run on 2026-11-28 without this line, only b/ came back: e/ is in its log)
-*) echo "usage: gpu_suite_s25.sh four|diag|wait" >&2
+fwd) cp studies/2026-11-28-h200-gemm-s25/diag/variants_fwd.txt variants.txt
+  rm -rf idx && cp -r build/idx32 idx && held_busy ;;
+solo) cp studies/2026-11-28-h200-gemm-s25/diag/variants_solo.txt variants.txt
+  rm -rf idx && cp -r build/idx33 idx && held_busy ;;
+policy) export PATH=$PATH:/usr/local/cuda/bin  # where the cluster CTAs land, and its cost
+  nvcc -arch=sm_90a -o $SCRATCH/probe scripts/cluster_launch_probe.cu
+  for p in 0 1 2; do $SCRATCH/probe 120 200000 50 $p > $R/launch_g120_policy$p.csv; done
+  cp studies/2026-11-28-h200-gemm-s25/diag/variants_policy.txt variants.txt
+  rm -rf idx && cp -r build/idx29 idx && R0=$R
+  for p in default spread balance; do
+    R=$R0/$p && mkdir -p $R && AUTOTUNE_CLUSTER_POLICY=$p held_busy
+  done
+  R=$R0 ;;
+raster) cp studies/2026-11-28-h200-gemm-s25/diag/variants_raster.txt variants.txt
+  rm -rf idx && cp -r build/idx34 idx && held_busy ;;
+*) echo "usage: gpu_suite_s25.sh four|diag|wait|fwd|solo|policy|raster" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log

@@ -206,10 +206,11 @@ ROWS_192_BLK_N = (192, 160)
 # vs 0.1813 (1x2), 5164x4608x18432 1.218 vs 1.219. Nsight Compute at 2921x1408x6144 (.../ncu):
 # a pair's consumers spend ~40% of their stall samples waiting for a full ring stage (alone,
 # for their own wgmmas), and its SMs sit idle ~20% of the kernel. cuBLAS's 1x2 pairs do not
-# starve there: our clustered pipeline is what needs work (on an H200 the same clusters without
-# multicast, each CTA loading its own tiles, ran as slowly: 217x3840x15360 pair 79.1 us,
-# unicast 81.8, alone 58.4; the cost is the cluster's lockstep, .../2026-11-28-h200-gemm-s25/
-# diag). Pairs stay in the seeds; which
+# starve there. On an H200 (.../2026-11-28-h200-gemm-s25/diag) the loss came with the order of
+# the tiles on the GPCs a launch fills, not with the multicast or the pair's barriers: at
+# 217x3840x15360 pairs 79.1 us, pairs without multicast 81.8, pairs sharing nothing 86.1, the
+# tiles alone 58.4 walked along M but 78.9 along N, and pairs walked along N 59.1. Pairs stay
+# in the seeds; which
 # orientation mattered (1300x43008x14336, 192x192: 1x2 2.31 ms, 2x1 2.60; 128x256 in 1x2 1.25x
 # and 1.65x slower than 2x1 there and at 3100x8192x22016; studies/2026-11-24-h100-gemm-s9/).
 LARGE_CLUSTER = "1x1"
