@@ -86,26 +86,30 @@ def test_guided_sampler_proposes_legal_configs_best_first():
 
 # Within 5% (the issue's check) on the recorded shapes whose default alone is not there (at
 # 4096^3 and 8192x28672x4096 it is: +0.8%, +2.7%), and within 2% on the two where no start
-# config is and every benchmark seed of the default sampler got there (trials 15 [15-19] and 17)
-SEARCHED = [("recording", 0.05), ("recording-1024x4096x4096", 0.05),
-            ("recording-8192x28672x4096", 0.02), ("recording-1024x4096x4096", 0.02)]
+# config is: every one of 8 seeds of the default sampler gets there, but for 2-3 of 8 at
+# 8192x28672x4096 within 2% (they stay 2.2% off after 50 trials, or get there at trial 44-51;
+# which moved when the space gained the multicast knob, seeds 3 and 5 before, 1 and 5 after,
+# and seed 3 at trial 49 or 51 from one process to another: the rate did not)
+SEARCHED = [("recording", 0.05, 8), ("recording-1024x4096x4096", 0.05, 8),
+            ("recording-8192x28672x4096", 0.02, 5), ("recording-1024x4096x4096", 0.02, 8)]
 
 
-@pytest.mark.parametrize("recording,tolerance", SEARCHED)
+@pytest.mark.parametrize("recording,tolerance,of_8", SEARCHED)
 def test_the_default_sampler_reaches_the_recorded_best_within_the_default_budget(
-        recording, tolerance):
+        recording, tolerance, of_8):
     """On committed H100 recordings, replayed with their noise: `autotune tune`'s default
     sampler, started as a study starts (the default, then the seeds), comes within
-    `tolerance` of the recorded best within the CLI's default trial budget, for every seed
-    tried, and a seed replays the same run."""
+    `tolerance` of the recorded best within the CLI's default trial budget for `of_8` of 8
+    seeds, and a seed replays the same run."""
     from autotune.cli import build_parser
 
     _, _, (land,) = load_landscapes([str(RECORDING.parent / recording)])
     tune = build_parser().parse_args(["tune", "gemm_sm90"])
     start = land.sources("default", "seed")
     runs = [run_sampler(land, tune.sampler, seed, tune.trials, start, "default")
-            for seed in (0, 1)]
-    assert all(r.trials_to(tolerance) <= tune.trials for r in runs), [r.curve for r in runs]
+            for seed in range(8)]
+    reached = sum(r.trials_to(tolerance) <= tune.trials for r in runs)
+    assert reached >= of_8, [r.curve for r in runs]
     assert run_sampler(land, tune.sampler, 0, tune.trials, start, "default").curve == runs[0].curve
     measured = [land.medians[land.configs.index(c)] for c in start]
     alone = measured if tolerance < 0.05 else measured[:1]  # what a real search must beat

@@ -54,13 +54,39 @@ def covering_sample(space: SearchSpace, problems: list[Problem], per_problem: in
     for problem in problems:
         out.append((problem, "default", space.default_config(problem)))
         unseen -= {(k, repr(v)) for k, v in out[-1][2].items()}
+        params = space.parameters(problem)
         for i in range(per_problem):
-            pool = legal_draws(space, problem, rng, 64)
+            # beside free draws, draws with one unseen value pinned: a value that few legal
+            # configs take (a wide tile, a rare cluster) would seldom come up otherwise
+            pool = _pinned_draws(space, problem, params, unseen, rng, 16)
+            pool += legal_draws(space, problem, rng, 64)
             if not pool:
                 break
             best = max(pool, key=lambda c: len({(k, repr(v)) for k, v in c.items()} & unseen))
             unseen -= {(k, repr(v)) for k, v in best.items()}
             out.append((problem, f"s{i + 1}", best))
+    return out
+
+
+def _pinned_draws(space: SearchSpace, problem: Problem, params: Mapping, unseen: set,
+                  rng: random.Random, n: int, attempts: int = 50) -> list[Config]:
+    """Up to `n` legal random configs with one of the `unseen` (knob, repr(value)) pairs this
+    problem offers pinned (picked at random); none when it offers none."""
+    from optuna.distributions import CategoricalDistribution
+
+    offered = sorted((k, repr(v), v) for k, d in params.items()
+                     if isinstance(d, CategoricalDistribution) for v in d.choices
+                     if (k, repr(v)) in unseen)
+    if not offered:
+        return []
+    knob, _, value = rng.choice(offered)
+    pinned, out = {**params, knob: CategoricalDistribution([value])}, []
+    for _ in range(n * attempts):
+        config = random_config(pinned, rng)
+        if not space.violations(config, problem):
+            out.append(config)
+            if len(out) == n:
+                break
     return out
 
 
