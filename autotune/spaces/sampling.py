@@ -28,9 +28,10 @@ def random_config(params: Mapping, rng: random.Random) -> Config:
 
 
 def legal_draws(space: SearchSpace, problem: Problem, rng: random.Random, n: int,
-                attempts: int = 50) -> list[Config]:
-    """Up to `n` legal random configs, from at most `n * attempts` draws."""
-    params, out = space.parameters(problem), []
+                attempts: int = 50, params: Mapping | None = None) -> list[Config]:
+    """Up to `n` legal random configs, from at most `n * attempts` draws of `params` (default:
+    the space's parameters for `problem`)."""
+    params, out = params or space.parameters(problem), []
     for _ in range(n * attempts):
         config = random_config(params, rng)
         if not space.violations(config, problem):
@@ -69,7 +70,7 @@ def covering_sample(space: SearchSpace, problems: list[Problem], per_problem: in
 
 
 def _pinned_draws(space: SearchSpace, problem: Problem, params: Mapping, unseen: set,
-                  rng: random.Random, n: int, attempts: int = 50) -> list[Config]:
+                  rng: random.Random, n: int) -> list[Config]:
     """Up to `n` legal random configs with one of the `unseen` (knob, repr(value)) pairs this
     problem offers pinned (picked at random); none when it offers none."""
     from optuna.distributions import CategoricalDistribution
@@ -80,14 +81,8 @@ def _pinned_draws(space: SearchSpace, problem: Problem, params: Mapping, unseen:
     if not offered:
         return []
     knob, _, value = rng.choice(offered)
-    pinned, out = {**params, knob: CategoricalDistribution([value])}, []
-    for _ in range(n * attempts):
-        config = random_config(pinned, rng)
-        if not space.violations(config, problem):
-            out.append(config)
-            if len(out) == n:
-                break
-    return out
+    return legal_draws(space, problem, rng, n,
+                       params={**params, knob: CategoricalDistribution([value])})
 
 
 def config_key(config: Config) -> tuple:
