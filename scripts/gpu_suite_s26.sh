@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session 26 on the GPU machine (issue 18; H200), one step per call:
+# alongm: clusters along M, sharing the weights' (B) tile among all of a column's M tiles, at
+# seen shapes with exactly 2 or 4 M tiles (the cluster covers M: consecutive clusters walk N,
+# each cluster's CTAs sit together, the order our fast 1x1 tiles have): each shape's default,
+# its tiles in '2x1' pairs and (4 M tiles) '2x1' fours, held busy beside cuBLAS
+# (studies/2026-11-28-h200-gemm-s26/alongm/variants.txt), kernels built here by
+#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"; \
+#     AUTOTUNE_ARTIFACTS=$PWD/build/idx35 python scripts/check_configs.py --build-only \
+#     --procs 2 --shapes $shape --configs "${V[@]}"; done < $S26/alongm/variants.txt
+#   bash scripts/gpu_suite_s26.sh alongm   # carry build/idx35
+# Results: $OUT/<step>.tgz.
+source scripts/gpu_suite_common.sh "$1"
+set +e  # a failed part is recorded in run.log; the rest and the results still come back
+S26=studies/2026-11-28-h200-gemm-s26
+case $1 in
+alongm) cp $S26/alongm/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx35 idx && held_busy && variants_vendor ;;
+*) echo "usage: gpu_suite_s26.sh alongm" >&2
+   exit 2 ;;
+esac
+echo "$1 done at $SECONDS s" | tee -a $R/run.log
+tar czf $OUT/$1.tgz -C $R .
