@@ -9,6 +9,10 @@
 #     AUTOTUNE_ARTIFACTS=$PWD/build/idx35 python scripts/check_configs.py --build-only \
 #     --procs 2 --shapes $shape --configs "${V[@]}"; done < $S26/alongm/variants.txt
 #   bash scripts/gpu_suite_s26.sh alongm   # carry build/idx35
+# columns: the new schedule='columns' (two consumers share a 64-row tile, each its own half of
+# the columns: cuBLAS's 384-thread layout at skinny shapes) beside each shape's default, held
+# busy at 16 seen shapes ($S26/columns/variants.txt), built as above into build/idx36:
+#   bash scripts/gpu_suite_s26.sh columns  # carry build/idx36
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
@@ -16,7 +20,9 @@ S26=studies/2026-11-28-h200-gemm-s26
 case $1 in
 alongm) cp $S26/alongm/variants.txt variants.txt
   rm -rf idx && cp -r build/idx35 idx && held_busy && variants_vendor ;;
-*) echo "usage: gpu_suite_s26.sh alongm" >&2
+columns) cp $S26/columns/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx36 idx && held_busy && variants_vendor ;;
+*) echo "usage: gpu_suite_s26.sh alongm|columns" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
