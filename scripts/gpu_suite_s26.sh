@@ -13,6 +13,12 @@
 # the columns: cuBLAS's 384-thread layout at skinny shapes) beside each shape's default, held
 # busy at 16 seen shapes ($S26/columns/variants.txt), built as above into build/idx36:
 #   bash scripts/gpu_suite_s26.sh columns  # carry build/idx36
+# (the template unchanged after it: the knob's patch is $S26/columns/columns.patch; the
+# kernels of idx36 need the patch applied in the working tree to be found)
+# swaporder: swapped tiles (the weights on the 64-row side, M in two tiles or one) where the
+# two CTAs sharing a weight tile are consecutive (raster 'n'), apart (raster 'm'), or a pair
+# ('1x2'), beside the default, at 9 seen shapes of 129 <= M <= 300, into build/idx37:
+#   bash scripts/gpu_suite_s26.sh swaporder  # carry build/idx37
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
@@ -22,7 +28,9 @@ alongm) cp $S26/alongm/variants.txt variants.txt
   rm -rf idx && cp -r build/idx35 idx && held_busy && variants_vendor ;;
 columns) cp $S26/columns/variants.txt variants.txt
   rm -rf idx && cp -r build/idx36 idx && held_busy && variants_vendor ;;
-*) echo "usage: gpu_suite_s26.sh alongm|columns" >&2
+swaporder) cp $S26/swaporder/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx37 idx && held_busy ;;
+*) echo "usage: gpu_suite_s26.sh alongm|columns|swaporder" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
