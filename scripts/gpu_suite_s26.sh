@@ -19,6 +19,9 @@
 # two CTAs sharing a weight tile are consecutive (raster 'n'), apart (raster 'm'), or a pair
 # ('1x2'), beside the default, at 9 seen shapes of 129 <= M <= 300, into build/idx37:
 #   bash scripts/gpu_suite_s26.sh swaporder  # carry build/idx37
+# judge27: that candidate (swapped 64 x 16*ceil(M/32), M in two tiles, raster 'm') beside the
+# default and cuBLAS on list s27 (studies/unseen_gemm_2026-11-28-s27.md, committed before),
+# into build/idx38:  bash scripts/gpu_suite_s26.sh judge27  # carry build/idx38
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
@@ -30,7 +33,9 @@ columns) cp $S26/columns/variants.txt variants.txt
   rm -rf idx && cp -r build/idx36 idx && held_busy && variants_vendor ;;
 swaporder) cp $S26/swaporder/variants.txt variants.txt
   rm -rf idx && cp -r build/idx37 idx && held_busy ;;
-*) echo "usage: gpu_suite_s26.sh alongm|columns|swaporder" >&2
+judge27) cp $S26/judge27/variants.txt variants.txt
+  rm -rf idx && cp -r build/idx38 idx && held_busy && variants_vendor ;;
+*) echo "usage: gpu_suite_s26.sh alongm|columns|swaporder|judge27" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
