@@ -13,8 +13,8 @@
 # the columns: cuBLAS's 384-thread layout at skinny shapes) beside each shape's default, held
 # busy at 16 seen shapes ($S26/columns/variants.txt), built as above into build/idx36:
 #   bash scripts/gpu_suite_s26.sh columns  # carry build/idx36
-# (the template unchanged after it: the knob's patch is $S26/columns/columns.patch; the
-# kernels of idx36 need the patch applied in the working tree to be found)
+# (a layout written for this measurement and not kept, described in $S26/README.md; the
+# kernels of idx36 are found only from a working tree holding it)
 # swaporder: swapped tiles (the weights on the 64-row side, M in two tiles or one) where the
 # two CTAs sharing a weight tile are consecutive (raster 'n'), apart (raster 'm'), or a pair
 # ('1x2'), beside the default, at 9 seen shapes of 129 <= M <= 300, into build/idx37:
