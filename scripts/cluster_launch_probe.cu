@@ -3,9 +3,11 @@
 // Our GEMM's cluster kernels ran 1.5-2x slower than the same kernel launched without clusters
 // even with no barrier or load shared across the cluster (studies/2026-11-28-h200-gemm-s25/diag/
 // solo). This launches a kernel that holds `smem` bytes of dynamic shared memory (one CTA per
-// SM, like the GEMM) and stays resident `spin_us`, as clusters of 1, 2 and 4 CTAs, and prints
+// SM, like the GEMM) and stays resident `spin_us`, as clusters of 1, 2, 4, 8 and 16 CTAs (those
+// that divide GRID; 16 is non-portable), and prints
 // one CSV row per CTA: the SM it ran on and when it started and ended (globaltimer, ns, from
-// the first start): CTAs that start a spin later than the others waited for a free SM.
+// the first start): CTAs that start a spin later than the others waited for a free SM. A
+// cluster sits in one GPC, so the SMs of one cluster of 8 or 16 are SMs of one GPC.
 //
 //   nvcc -arch=sm_90a -o probe scripts/cluster_launch_probe.cu
 //   ./probe GRID SMEM_BYTES SPIN_US [POLICY] > launch.csv  (cluster scheduling policy: 0-2)
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   unsigned spin_ns = 1000u * atoi(argv[3]);
   int policy = argc == 5 ? atoi(argv[4]) : 0;
   cudaFuncSetAttribute(resident, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaFuncSetAttribute(resident, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   unsigned long long *start, *end;
   unsigned* smid;
   cudaMalloc(&start, grid * 8);
@@ -54,7 +57,7 @@ int main(int argc, char** argv) {
   std::vector<unsigned long long> s(grid), e(grid);
   std::vector<unsigned> m(grid);
   printf("cluster,cta,smid,start_ns,end_ns\n");
-  for (int cluster : {1, 2, 4}) {
+  for (int cluster : {1, 2, 4, 8, 16}) {
     if (grid % cluster) continue;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
@@ -68,13 +71,15 @@ int main(int argc, char** argv) {
     attr[1].val.clusterSchedulingPolicyPreference = (cudaClusterSchedulingPolicy)policy;
     cfg.attrs = attr;
     cfg.numAttrs = 2;
-    for (int rep = 0; rep < 3; ++rep) {  // the last launch is the one printed
+    bool ok = true;
+    for (int rep = 0; rep < 3 && ok; ++rep) {  // the last launch is the one printed
       cudaError_t err = cudaLaunchKernelEx(&cfg, resident, start, end, smid, spin_ns);
       if (err != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
         fprintf(stderr, "cluster %d: %s\n", cluster, cudaGetErrorString(cudaGetLastError()));
-        return 1;
+        ok = false;  // this size is skipped; the others still print
       }
     }
+    if (!ok) continue;
     cudaMemcpy(s.data(), start, grid * 8, cudaMemcpyDeviceToHost);
     cudaMemcpy(e.data(), end, grid * 8, cudaMemcpyDeviceToHost);
     cudaMemcpy(m.data(), smid, grid * 4, cudaMemcpyDeviceToHost);
