@@ -11,6 +11,7 @@ ncu --target-processes all --cache-control all --clock-control none -f \
   --kernel-name regex:'gemm_kernel|nvjet' \
   --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
   --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+  --section MemoryWorkloadAnalysis_Tables \
   -o "$OUT/ncu-$2" python3 scripts/ncu_gemm.py run "$1" "$2"
 ncu -i "$OUT/ncu-$2.ncu-rep" --csv --page details > "$OUT/ncu-$2.csv"
 ncu -i "$OUT/ncu-$2.ncu-rep" --csv --page raw > "$OUT/ncu-$2-raw.csv"
