@@ -3,7 +3,8 @@
 # the `site` step (optuna and ray, then exit),
 # trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, judge_prebuilt, prebuild_picks,
 # attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
-# variants_vendor, suite_compare, retime_part, gpu_tests, ncu_shapes and shared_step.
+# variants_vendor, held_busy_from, suite_compare, retime_part, gpu_tests, ncu_shapes and
+# shared_step.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -150,6 +151,10 @@ held_busy() {  # no TVM: each line of ./variants.txt (a shape, then JSON configs
 variants_vendor() {  # the kernels cuBLAS runs at ./variants.txt's shapes -> $R/cublas_kernels.json
   timeout 60 python3 scripts/cublas_kernels.py $R $(cut -d' ' -f1 variants.txt) > $R/cublas.log 2>&1
   echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
+}
+held_busy_from() {  # $1 a variants file, $2 an artifact index built from it: held busy beside
+  # cuBLAS (held_busy), then the kernels cuBLAS ran (variants_vendor)
+  cp "$1" variants.txt && rm -rf idx && cp -r "$2" idx && held_busy && variants_vendor
 }
 suite_compare() {  # the 23-shape suite (gemm_sm90's SUITE) from the committed store $STORE:
   # our kernel alone, the default, cuBLAS and dispatch -> $R/suite

@@ -27,14 +27,11 @@ source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
 S26=studies/2026-11-28-h200-gemm-s26
 case $1 in
-alongm) cp $S26/alongm/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx35 idx && held_busy && variants_vendor ;;
-columns) cp $S26/columns/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx36 idx && held_busy && variants_vendor ;;
-swaporder) cp $S26/swaporder/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx37 idx && held_busy ;;
-judge27) cp $S26/judge27/variants.txt variants.txt
-  rm -rf idx && cp -r build/idx38 idx && held_busy && variants_vendor ;;
+alongm) held_busy_from $S26/alongm/variants.txt build/idx35 ;;
+columns) held_busy_from $S26/columns/variants.txt build/idx36 ;;
+swaporder) held_busy_from $S26/swaporder/variants.txt build/idx37 ;;  # (run without the
+  # cuBLAS kernel names: swaporder/ has no cublas_kernels.json)
+judge27) held_busy_from $S26/judge27/variants.txt build/idx38 ;;
 *) echo "usage: gpu_suite_s26.sh alongm|columns|swaporder|judge27" >&2
    exit 2 ;;
 esac
