@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Session 22 on the GPU machine (issue 18), prepared by session 21, one step per call to one warm
 # machine; `exact` needs no TVM there, its kernels built here:
-#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"
-#     AUTOTUNE_ARTIFACTS=$PWD/build/idx22 .venv/bin/python scripts/check_configs.py --build-only \
-#       --procs 2 --shapes $shape --configs "${V[@]}"
-#   done < studies/2026-11-28-h100-gemm-s21/next22/variants.txt
+#   AUTOTUNE_ARTIFACTS=$PWD/build/idx22 .venv/bin/python scripts/check_configs.py --build-only \
+#     --procs 2 --variants studies/2026-11-28-h100-gemm-s21/next22/variants.txt
 # then
 #   bash scripts/gpu_suite_s22.sh exact   # carry build/idx22 (~4 GPU minutes)
 #   bash scripts/gpu_suite_s22.sh rule    # carry build/idx22b, built alike from rule22b/

@@ -15,9 +15,8 @@
 # measuring: the rule judged is "the default's tiles, ping-pong", written down before any
 # ping-pong kernel ran) and three seen shapes; per shape the default, the default's tiles
 # ping-pong, 128x128 ping-pong tiles (two m64 atoms each); kernels built here by
-#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"; \
-#     AUTOTUNE_ARTIFACTS=$PWD/build/idx27 python scripts/check_configs.py --build-only \
-#     --procs 2 --shapes $shape --configs "${V[@]}"; done < $S24/pingpong/variants.txt
+#   AUTOTUNE_ARTIFACTS=$PWD/build/idx27 python scripts/check_configs.py --build-only \
+#     --procs 2 --variants $S24/pingpong/variants.txt
 #   bash scripts/gpu_suite_s24.sh pingpong  # carry build/idx27
 # probe: list s25's two worst shapes after its study, held busy, kernels built alike from
 # $S24/probe/ into build/idx28: 185x2048x5504 (96 CTAs of 64x64 tiles, K = 5504; no trial split

@@ -4,9 +4,8 @@
 # shared tile for all four; cuBLAS's kind at M <= 300) held busy beside each shape's default and
 # its pair, on 8 seen shapes of M <= 266 (studies/2026-11-28-h200-gemm-s25/four/variants.txt),
 # kernels built here by
-#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"; \
-#     AUTOTUNE_ARTIFACTS=$PWD/build/idx29 python scripts/check_configs.py --build-only \
-#     --procs 2 --shapes $shape --configs "${V[@]}"; done < $S25/four/variants.txt
+#   AUTOTUNE_ARTIFACTS=$PWD/build/idx29 python scripts/check_configs.py --build-only \
+#     --procs 2 --variants $S25/four/variants.txt
 #   bash scripts/gpu_suite_s25.sh four   # carry build/idx29 and build/ncu25
 # then ncu in the same call: Nsight Compute over build/ncu25, built here by
 #   python scripts/ncu_gemm.py build build/ncu25 4128x16384x1024 \

@@ -5,9 +5,8 @@
 # each cluster's CTAs sit together, the order our fast 1x1 tiles have): each shape's default,
 # its tiles in '2x1' pairs and (4 M tiles) '2x1' fours, held busy beside cuBLAS
 # (studies/2026-11-28-h200-gemm-s26/alongm/variants.txt), kernels built here by
-#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"; \
-#     AUTOTUNE_ARTIFACTS=$PWD/build/idx35 python scripts/check_configs.py --build-only \
-#     --procs 2 --shapes $shape --configs "${V[@]}"; done < $S26/alongm/variants.txt
+#   AUTOTUNE_ARTIFACTS=$PWD/build/idx35 python scripts/check_configs.py --build-only \
+#     --procs 2 --variants $S26/alongm/variants.txt
 #   bash scripts/gpu_suite_s26.sh alongm   # carry build/idx35
 # columns: the new schedule='columns' (two consumers share a 64-row tile, each its own half of
 # the columns: cuBLAS's 384-thread layout at skinny shapes) beside each shape's default, held

@@ -7,9 +7,8 @@
 # Compute's L2/DRAM counters at 217x3840x15360. Built here with the diag patch of
 # studies/2026-11-29-h200-gemm-s27/README.md (the tile of each CTA from a table; `group`
 # selects the table) and AUTOTUNE_DIAG_PERM=$S27/placement/perms.json by
-#   while read -r line; do shape=${line%% *}; eval "V=(${line#* })"; \
-#     AUTOTUNE_ARTIFACTS=$PWD/build/idx40 python scripts/check_configs.py --build-only \
-#     --procs 2 --shapes $shape --configs "${V[@]}"; done < $S27/placement/variants.txt
+#   AUTOTUNE_ARTIFACTS=$PWD/build/idx40 python scripts/check_configs.py --build-only \
+#     --procs 2 --variants $S27/placement/variants.txt
 #   python scripts/ncu_gemm.py build build/ncu40 217x3840x15360 --config 'g5={"group":5}' ...
 #   bash scripts/gpu_suite_s27.sh placement   # carry build/idx40 build/ncu40
 # clusterlaunch: the same 1x1 kernels (no cluster instruction in their code) launched in
