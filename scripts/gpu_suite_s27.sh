@@ -28,6 +28,17 @@
 #   python scripts/ncu_gemm.py build build/ncu43 217x3840x15360 --config \
 #     'p2x1n16={"cluster":"2x1","raster":"n","group":16}' ... (tags in the README)
 #   bash scripts/gpu_suite_s27.sh pairsncu   # carry build/ncu43
+# swapclusters: cuBLAS's layouts at skinny M (swapped tiles: the weights on the 64/128-row side,
+# M in 1-3 tiles; clusters of 4 along N multicasting the activation tile) in our template:
+# swapped tiles alone, in '2x1' pairs and fours (multicast 4), raster 'm' (a weight tile's
+# clusters 8 apart) and 'n', beside the default, at 6 seen shapes, built into build/idx44 by
+#   AUTOTUNE_ARTIFACTS=$PWD/build/idx44 python scripts/check_configs.py --build-only \
+#     --procs 2 --variants $S27/swapclusters/variants.txt
+#   bash scripts/gpu_suite_s27.sh swapclusters   # carry build/idx44
+# winncu: Nsight Compute where swapped tiles won (266x5120x12288: 128x96, alone, fours raster
+# 'm' / 'n', pairs; 200x2048x5632: 64x80 alone and paired, 64x112), beside the default and
+# cuBLAS, built by `python scripts/ncu_gemm.py build build/ncu45 SHAPE --config TAG=JSON ...`
+# (tags in the README):  bash scripts/gpu_suite_s27.sh winncu   # carry build/ncu45
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
@@ -51,7 +62,13 @@ gpcorder)
 pairsncu)
   OUT=$R timeout 300 bash scripts/ncu_gemm.sh build/ncu43 217x3840x15360 > $R/ncu.log 2>&1
   echo "ncu rc=$? at $SECONDS s" | tee -a $R/run.log; tail -n 12 $R/ncu.log ;;
-*) echo "usage: gpu_suite_s27.sh placement|clusterlaunch|gpcorder|pairsncu" >&2
+swapclusters) held_busy_from $S27/swapclusters/variants.txt build/idx44 ;;
+winncu)
+  for shape in 266x5120x12288 200x2048x5632; do
+    OUT=$R timeout 200 bash scripts/ncu_gemm.sh build/ncu45 $shape > $R/ncu-$shape.log 2>&1
+    echo "ncu $shape rc=$? at $SECONDS s" | tee -a $R/run.log
+  done ;;
+*) echo "usage: gpu_suite_s27.sh placement|clusterlaunch|gpcorder|pairsncu|swapclusters|winncu" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log
