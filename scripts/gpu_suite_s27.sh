@@ -39,6 +39,11 @@
 # 'm' / 'n', pairs; 200x2048x5632: 64x80 alone and paired, 64x112), beside the default and
 # cuBLAS, built by `python scripts/ncu_gemm.py build build/ncu45 SHAPE --config TAG=JSON ...`
 # (tags in the README):  bash scripts/gpu_suite_s27.sh winncu   # carry build/ncu45
+# judge28: list s28 (studies/unseen_gemm_2026-11-28-s28.md, committed before): the default,
+# the candidate (swapped 128-row tiles, fours along N, raster 'm') and its tiles alone, held
+# busy beside cuBLAS, built by `check_configs.py --build-only --variants
+# $S27/judge28/variants.txt` into build/idx46:
+#   bash scripts/gpu_suite_s27.sh judge28   # carry build/idx46
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
@@ -68,7 +73,9 @@ winncu)
     OUT=$R timeout 200 bash scripts/ncu_gemm.sh build/ncu45 $shape > $R/ncu-$shape.log 2>&1
     echo "ncu $shape rc=$? at $SECONDS s" | tee -a $R/run.log
   done ;;
-*) echo "usage: gpu_suite_s27.sh placement|clusterlaunch|gpcorder|pairsncu|swapclusters|winncu" >&2
+judge28) held_busy_from $S27/judge28/variants.txt build/idx46 ;;
+*) echo "usage: gpu_suite_s27.sh placement|clusterlaunch|gpcorder|pairsncu|swapclusters|" \
+     "winncu|judge28" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log

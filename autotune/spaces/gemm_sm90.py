@@ -247,6 +247,21 @@ EXACT_NARROW_MIN_CTA_GAIN = 1.25
 # (committed before measuring), held busy: 1.007-1.568x the default before it at 8 of 8, 1.34x
 # geomean, still 0.96x cuBLAS (studies/2026-11-28-h100-gemm-s23/padded).
 EXACT_NARROW_PADDED_M = 384
+# Swapped fours (cuBLAS's layout at these M): 128 rows of N a CTA (one consumer), M in 3 tile
+# columns of 96 (256 < M <= 288) or 1 of 160 (128 < M <= 160), clusters of four along N
+# multicasting the activation tile ('2x1', multicast 4), raster 'm' (a weight tile's clusters 8
+# apart), where those fill one wave of co-resident fours with >= 96 CTAs (24-30 clusters).
+# On an H200, held busy: 266x5120x12288 1.178x the default (64x256 tiles), 0.987x cuBLAS, and
+# cold 1.26x, its fours 1.40x the same tiles alone there (studies/2026-11-29-h200-gemm-s27/
+# swapclusters, winncu: the sharers of a weight tile then read it from DRAM once). Judged on
+# list s28 (studies/unseen_gemm_2026-11-28-s28.md, committed before measuring; .../s27/judge28):
+# 1.154-1.580x the default before it at 8 of 8 (128x128 and swapped 192x160 tiles), 1.256x
+# geomean, 0.970x cuBLAS against the default's 0.772x; the same tiles alone 1.220x. Only the
+# judged K range: at K >= 8192 the exact-narrow rule (judged on the H100) keeps its shapes
+# (266x5120x12288 among them); the H100 has not run this rule.
+SWAPPED_FOURS_K = (2048, EXACT_NARROW_MIN_K)
+SWAPPED_FOURS_COLUMNS = {(256, 288): 3, (128, 160): 1}  # (M above, M up to): tile columns over M
+SWAPPED_FOURS_CLUSTERS = (24, 30)
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -436,6 +451,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           persistent with grouped raster, TMA-store epilogue, the deepest ring that fits.
         - 128 < M <= 192 (PADDED_M): the skinny rule's 64-row tiles where they fit one wave
           (128-row ones pad M to 256 rows; 134x8192x2048: 1.41x).
+        - 256 < M <= 288 and 128 < M <= 160, K 2048-8191, N filling 24-30 clusters of four:
+          cuBLAS's layout, swapped 128-row tiles over M in 3 columns of 96 or 1 of 160, in fours
+          along N multicasting the activations (SWAPPED_FOURS_*: 1.26x the rules below on 8
+          unseen shapes, H200).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -483,6 +502,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             return config
         if M > 1024:
             config = self._large(problem)
+        elif fours := self._swapped_fours(problem):
+            return fours
         elif M <= SKINNY_M:
             swapped = self._swapped_skinny(problem) if M <= SWAPPED_SKINNY_M else None
             return swapped or self._narrow_tiles(problem)
@@ -605,6 +626,22 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if loads < _tile_waves(problem, 128, config["blk_n"]) * (128 + config["blk_n"]):
             return self._deepest(problem, swapped)
         return config
+
+    def _swapped_fours(self, problem: Problem) -> Config | None:
+        """Swapped 128-row tiles in fours along N over M in 3 columns of 96 or 1 of 160
+        (SWAPPED_FOURS_*), where M, K and the clusters they launch fit the judged range;
+        else None."""
+        M, N, K = problem["M"], problem["N"], problem["K"]
+        columns = next((c for (lo, hi), c in SWAPPED_FOURS_COLUMNS.items() if lo < M <= hi), 0)
+        clusters = -(-N // (4 * 128)) * columns
+        if not (columns and SWAPPED_FOURS_K[0] <= K < SWAPPED_FOURS_K[1]
+                and SWAPPED_FOURS_CLUSTERS[0] <= clusters <= SWAPPED_FOURS_CLUSTERS[1]):
+            return None
+        config = self._deepest(problem, self._complete(
+            wg_m=128, consumers=1, blk_n=32 * -(-M // (32 * columns)), blk_k=64,
+            persistent=False, swap_ab=True, cluster="2x1", multicast=4, raster="m", group=8,
+            epilogue="tma"))
+        return None if self.violations(config, problem) else config
 
     def _swapped_skinny(self, problem: Problem) -> Config | None:
         """Swapped 64-row tiles along N, BLK_N covering M, K split where that fills
