@@ -44,6 +44,9 @@
 # busy beside cuBLAS, built by `check_configs.py --build-only --variants
 # $S27/judge28/variants.txt` into build/idx46:
 #   bash scripts/gpu_suite_s27.sh judge28   # carry build/idx46
+# judge29: list s29 (studies/unseen_gemm_2026-11-28-s29.md, committed before): the same
+# beside SWAPPED_FOURS carried to M in two columns, into build/idx47 as for judge28:
+#   bash scripts/gpu_suite_s27.sh judge29   # carry build/idx47
 # Results: $OUT/<step>.tgz.
 source scripts/gpu_suite_common.sh "$1"
 set +e  # a failed part is recorded in run.log; the rest and the results still come back
@@ -74,8 +77,9 @@ winncu)
     echo "ncu $shape rc=$? at $SECONDS s" | tee -a $R/run.log
   done ;;
 judge28) held_busy_from $S27/judge28/variants.txt build/idx46 ;;
+judge29) held_busy_from $S27/judge29/variants.txt build/idx47 ;;
 *) echo "usage: gpu_suite_s27.sh placement|clusterlaunch|gpcorder|pairsncu|swapclusters|" \
-     "winncu|judge28" >&2
+     "winncu|judge28|judge29" >&2
    exit 2 ;;
 esac
 echo "$1 done at $SECONDS s" | tee -a $R/run.log

@@ -473,12 +473,13 @@ def test_medium_default_swaps_tiles_over_all_of_m_up_to_256(shape, tile):
 @pytest.mark.parametrize("shape, blk_n", [
     # list s28 (H200, held busy: 1.15-1.58x the rules before it): 3 columns of 96 over M ...
     ("277x4096x3840", 96), ("257x4864x4096", 96),
-    # ... or one of 160, N filling 24-30 clusters of four
-    ("158x12288x2048", 160), ("144x14336x2560", 160),
+    # ... or one of 160, N filling 24-30 clusters of four; list s29: two of 160 (1.11x)
+    ("158x12288x2048", 160), ("144x14336x2560", 160), ("307x6912x5120", 160),
     # declined: K >= 8192 (the exact-narrow rule's), 36 and 18 clusters, K under 2048, M
-    # between the judged windows
+    # in windows judged and lost or level (s29: two columns of 96 or 128)
     ("266x5120x12288", None), ("277x6144x4096", None), ("277x3072x4096", None),
-    ("150x12288x1024", None), ("200x4096x4096", None), ("292x5120x4096", None)])
+    ("150x12288x1024", None), ("200x4096x4096", None), ("292x5120x4096", None),
+    ("183x6912x5120", None), ("204x7680x4096", None)])
 def test_default_takes_swapped_fours_where_they_fill_one_wave_of_clusters(shape, blk_n):
     problem = SPACE.parse_problem(shape)
     config = SPACE.default_config(problem)

@@ -248,7 +248,8 @@ EXACT_NARROW_MIN_CTA_GAIN = 1.25
 # geomean, still 0.96x cuBLAS (studies/2026-11-28-h100-gemm-s23/padded).
 EXACT_NARROW_PADDED_M = 384
 # Swapped fours (cuBLAS's layout at these M): 128 rows of N a CTA (one consumer), M in 3 tile
-# columns of 96 (256 < M <= 288) or 1 of 160 (128 < M <= 160), clusters of four along N
+# columns of 96 (256 < M <= 288), 2 of 160 (288 < M <= 320) or 1 of 160 (128 < M <= 160),
+# clusters of four along N
 # multicasting the activation tile ('2x1', multicast 4), raster 'm' (a weight tile's clusters 8
 # apart), where those fill one wave of co-resident fours with >= 96 CTAs (24-30 clusters).
 # On an H200, held busy: 266x5120x12288 1.178x the default (64x256 tiles), 0.987x cuBLAS, and
@@ -258,9 +259,14 @@ EXACT_NARROW_PADDED_M = 384
 # 1.154-1.580x the default before it at 8 of 8 (128x128 and swapped 192x160 tiles), 1.256x
 # geomean, 0.970x cuBLAS against the default's 0.772x; the same tiles alone 1.220x. Only the
 # judged K range: at K >= 8192 the exact-narrow rule (judged on the H100) keeps its shapes
-# (266x5120x12288 among them); the H100 has not run this rule.
+# (266x5120x12288 among them); the H100 has not run this rule. Carried to M in two columns on
+# list s29 (unseen, committed before measuring; .../s27/judge29): 288 < M <= 320 (2 of 160,
+# 320 rows against the default's 384) 1.107x and 1.118x; not 160 < M <= 192 (2 of 96: 0.958x,
+# 0.960x, as many rows as the default's 64-row tiles, fewer CTAs) nor 192 < M <= 256 (2 of
+# 128: 1.036x, 0.995x).
 SWAPPED_FOURS_K = (2048, EXACT_NARROW_MIN_K)
-SWAPPED_FOURS_COLUMNS = {(256, 288): 3, (128, 160): 1}  # (M above, M up to): tile columns over M
+# (M above, M up to): tile columns over M
+SWAPPED_FOURS_COLUMNS = {(256, 288): 3, (288, 320): 2, (128, 160): 1}
 SWAPPED_FOURS_CLUSTERS = (24, 30)
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
@@ -451,10 +457,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           persistent with grouped raster, TMA-store epilogue, the deepest ring that fits.
         - 128 < M <= 192 (PADDED_M): the skinny rule's 64-row tiles where they fit one wave
           (128-row ones pad M to 256 rows; 134x8192x2048: 1.41x).
-        - 256 < M <= 288 and 128 < M <= 160, K 2048-8191, N filling 24-30 clusters of four:
-          cuBLAS's layout, swapped 128-row tiles over M in 3 columns of 96 or 1 of 160, in fours
-          along N multicasting the activations (SWAPPED_FOURS_*: 1.26x the rules below on 8
-          unseen shapes, H200).
+        - 256 < M <= 320 and 128 < M <= 160, K 2048-8191, N filling 24-30 clusters of four:
+          cuBLAS's layout, swapped 128-row tiles over M in 3 columns of 96, 2 or 1 of 160, in
+          fours along N multicasting the activations (SWAPPED_FOURS_*: 1.26x the rules below on
+          8 unseen shapes, 1.11x on 2 more, H200).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -628,7 +634,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         return config
 
     def _swapped_fours(self, problem: Problem) -> Config | None:
-        """Swapped 128-row tiles in fours along N over M in 3 columns of 96 or 1 of 160
+        """Swapped 128-row tiles in fours along N over M in 3 columns of 96, 2 or 1 of 160
         (SWAPPED_FOURS_*), where M, K and the clusters they launch fit the judged range;
         else None."""
         M, N, K = problem["M"], problem["N"], problem["K"]
