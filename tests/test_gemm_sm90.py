@@ -494,6 +494,17 @@ def test_default_takes_swapped_fours_where_they_fill_one_wave_of_clusters(shape,
     assert 24 <= g.clusters <= 30 and g.grid == 4 * g.clusters
 
 
+def test_swapped_fours_are_an_early_seed_where_the_rule_declines_for_long_k():
+    """266x5120x12288 (K >= 8192: the exact-narrow rule's 64x256 tiles): the fours ran 1.178x
+    those held busy on an H200; an 8-trial study measures the default and 7 seeds."""
+    problem = SPACE.parse_problem("266x5120x12288")
+    assert not SPACE.default_config(problem)["swap_ab"]
+    seeds = SPACE.ranked_seed_configs(problem)
+    fours = [i for i, c in enumerate(seeds) if c["swap_ab"] and c["multicast"] == 4
+             and (c["cluster"], c["wg_m"], c["consumers"], c["blk_n"]) == ("2x1", 128, 1, 96)]
+    assert fours and fours[0] < 7
+
+
 def unswapped_default_tile(shape):
     """(rows, BLK_N) of the default's tiles at `shape`, checked legal and unswapped."""
     problem = SPACE.parse_problem(shape)

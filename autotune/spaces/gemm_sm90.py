@@ -633,15 +633,16 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             return self._deepest(problem, swapped)
         return config
 
-    def _swapped_fours(self, problem: Problem) -> Config | None:
+    def _swapped_fours(self, problem: Problem, judged: bool = True) -> Config | None:
         """Swapped 128-row tiles in fours along N over M in 3 columns of 96, 2 or 1 of 160
-        (SWAPPED_FOURS_*), where M, K and the clusters they launch fit the judged range;
-        else None."""
+        (SWAPPED_FOURS_*), where M, K and the clusters they launch fit the judged range
+        (`judged=False`, a seed: any K, any number of clusters up to one wave); else None."""
         M, N, K = problem["M"], problem["N"], problem["K"]
         columns = next((c for (lo, hi), c in SWAPPED_FOURS_COLUMNS.items() if lo < M <= hi), 0)
         clusters = -(-N // (4 * 128)) * columns
-        if not (columns and SWAPPED_FOURS_K[0] <= K < SWAPPED_FOURS_K[1]
-                and SWAPPED_FOURS_CLUSTERS[0] <= clusters <= SWAPPED_FOURS_CLUSTERS[1]):
+        lo, hi = SWAPPED_FOURS_CLUSTERS
+        if not columns or clusters > hi or judged and not (
+                SWAPPED_FOURS_K[0] <= K < SWAPPED_FOURS_K[1] and lo <= clusters):
             return None
         config = self._deepest(problem, self._complete(
             wg_m=128, consumers=1, blk_n=32 * -(-M // (32 * columns)), blk_k=64,
@@ -758,6 +759,11 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if M <= 2 * 128:  # swapped tiles over all of M (_swapped_over_m), both heights
                 tries += [v(swap_ab=True, wg_m=64, consumers=c, blk_n=_staged_width(M),
                             split_k=1, persistent=True, cluster="1x1") for c in (2, 3)]
+            # the swapped fours outside the rule's K range and cluster counts: at
+            # 266x5120x12288 (K 12288) 1.178x the default held busy on an H200 (.../s27)
+            fours = self._swapped_fours(problem, judged=False)
+            if fours:
+                tries.append(fours)
         else:
             tries = [v(stages=3), v(cluster="2x1"), v(cluster="1x2"), v(persistent=False),
                      v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
