@@ -249,9 +249,9 @@ EXACT_NARROW_MIN_CTA_GAIN = 1.25
 EXACT_NARROW_PADDED_M = 384
 # Swapped fours (cuBLAS's layout at these M): 128 rows of N a CTA (one consumer), M in 3 tile
 # columns of 96 (256 < M <= 288), 2 of 160 (288 < M <= 320) or 1 of 160 (128 < M <= 160),
-# clusters of four along N
-# multicasting the activation tile ('2x1', multicast 4), raster 'm' (a weight tile's clusters 8
-# apart), where those fill one wave of co-resident fours with >= 96 CTAs (24-30 clusters).
+# clusters of four along N multicasting the activation tile ('2x1', multicast 4), raster 'm' (a
+# weight tile's clusters 8 apart), where those fill one wave of co-resident fours with >= 96
+# CTAs (24-30 clusters).
 # On an H200, held busy: 266x5120x12288 1.178x the default (64x256 tiles), 0.987x cuBLAS, and
 # cold 1.26x, its fours 1.40x the same tiles alone there (studies/2026-11-29-h200-gemm-s27/
 # swapclusters, winncu: the sharers of a weight tile then read it from DRAM once). Judged on
