@@ -218,6 +218,26 @@ def test_killed_driver_resumes(tmp_path):
             (trial.state, trial.value, trial.datetime_complete)
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+def test_a_trial_orphaned_before_its_first_heartbeat_is_requeued(tmp_path):
+    """A driver killed between asking a trial and recording its first heartbeat leaves the trial
+    running with no heartbeat, which Optuna never fails as stale: the resumed study waited on it
+    for ever (CI, 2026-11-29)."""
+    storage = open_storage(f"sqlite:///{tmp_path}/orphan.db", heartbeat_s=1, grace_s=2)
+    runner = _runner(slots=2)
+    study = open_study(SPACE, PROBLEM, storage, provenance=runner.provenance, timer=runner.timer)
+    orphan = study.ask()  # its driver died here: no heartbeat, no params
+    summary = tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=6,
+                           sampler=make_sampler("tpe", seed=2), retime_best=False, final_top=0)
+    assert summary.finished == 6
+    assert storage.get_trial(orphan._trial_id).state == TrialState.FAIL
+    # Re-queued by the retry callback and measured: the budget holds the orphan's retry.
+    retried = [t for t in summary.study.get_trials()
+               if t.system_attrs.get("failed_trial") == orphan.number]
+    assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE
+
+
 def test_fixed_parameters(storage):
     runner = _runner()
     summary = tune_problem(SPACE, PROBLEM, runner, storage=storage, trials=8,

@@ -131,6 +131,7 @@ class _ProblemDriver:
         self._beat_s, self._next_beat = interval or 0, 0.0
         self._grace_s = getattr(getattr(storage, "_backend", storage), "grace_period", None) or 60
         self._next_stale_check = time.monotonic() + self._grace_s
+        self._adopted: set[int] = set()  # other drivers' running trials given one heartbeat
         self.served: dict[tuple, _Served] = {}
         self.running: dict[int, optuna.Trial] = {}  # trial number -> trial, sent to the runner
         self.in_flight: dict[tuple, int] = {}  # config key -> trial number measuring it
@@ -335,8 +336,22 @@ class _ProblemDriver:
                 self.runner.submit(Candidate(self.space, params, self.problem, tag=trial.number))
 
     def _others_running(self) -> bool:
-        return any(t.state == TrialState.RUNNING and counts(t)
-                   for t in self.study.get_trials(deepcopy=False))
+        running = [t for t in self.study.get_trials(deepcopy=False)
+                   if t.state == TrialState.RUNNING and counts(t)]
+        self._adopt_orphans(running)
+        return bool(running)
+
+    def _adopt_orphans(self, running: list[FrozenTrial]) -> None:
+        """A driver killed between asking a trial and its first heartbeat leaves the trial
+        running with no heartbeat, and Optuna never finds such a trial stale: we waited on it
+        for ever. One heartbeat from us, once per trial, lets the grace period fail and re-queue
+        it if nobody beats for it; a living driver's own heartbeats keep it alive."""
+        if not self._heartbeat:
+            return
+        for t in running:
+            if t.number not in self.running and t._trial_id not in self._adopted:
+                self._adopted.add(t._trial_id)
+                self._heartbeat(t._trial_id)
 
     def _beat(self) -> None:
         """Heartbeats for this driver's trials, once per heartbeat interval (as optimize()'s
