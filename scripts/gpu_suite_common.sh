@@ -198,13 +198,18 @@ gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated ru
     -k default_config_validates > $R/conformance.log 2>&1
   echo "conformance rc=$? at $SECONDS s" | tee -a $R/run.log; tail -3 $R/conformance.log
 }
-ncu_shapes() {  # Nsight Compute (scripts/ncu_gemm.sh) over every shape folder of ./ncu, built
-  # here by `scripts/ncu_gemm.py build ncu SHAPE --config TAG=JSON ...`: each config beside cuBLAS
-  for d in ncu/*/; do
-    local shape=$(basename $d)
-    OUT=$R timeout 200 bash scripts/ncu_gemm.sh ncu $shape > $R/ncu-$shape.log 2>&1
+ncu_shapes() {  # $1 an index built here by `scripts/ncu_gemm.py build INDEX SHAPE --config
+  # TAG=JSON ...` (default ./ncu), then shapes (default: every shape folder in it): Nsight Compute
+  # (scripts/ncu_gemm.sh) of each shape's configs beside cuBLAS, $NCU_TIMEOUT seconds a shape
+  # (default 200); the raw page (every metric of every kernel, megabytes) is dropped unless
+  # $NCU_KEEP_RAW is set
+  local idx=${1:-ncu}; shift $(($# > 0))
+  local shapes=("$@")
+  [ ${#shapes[@]} -gt 0 ] || shapes=($(cd $idx && ls -d */ | tr -d /))
+  for shape in "${shapes[@]}"; do
+    OUT=$R timeout ${NCU_TIMEOUT:-200} bash scripts/ncu_gemm.sh $idx $shape > $R/ncu-$shape.log 2>&1
     echo "ncu $shape rc=$? at $SECONDS s" | tee -a $R/run.log; tail -n 40 $R/ncu-$shape.log
-    rm -f $R/ncu-$shape-raw.csv  # every metric of every kernel: too big to bring back
+    [ -n "$NCU_KEEP_RAW" ] || rm -f $R/ncu-$shape-raw.csv
   done
 }
 shared_step() {  # $1 suite, tests, power or ncu: a step every session runs alike (suite: from

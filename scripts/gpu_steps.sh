@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (no TVM there), with no suite file of its own: the steps named on
+# the command line run in order, each into a folder of its own (1-held, 2-ncu, ...), all of them
+# packed into $OUT/<name>.tgz. A session's README quotes the command it ran. Steps:
+#   held VARIANTS INDEX   each line of VARIANTS (a shape, then JSON configs over its default)
+#                         checked against the reference, then held busy beside cuBLAS
+#                         (scripts/power.py), then the kernels cuBLAS ran; the kernels come from
+#                         INDEX, built here by `AUTOTUNE_ARTIFACTS=INDEX python
+#                         scripts/check_configs.py --build-only --variants VARIANTS`
+#   ncu INDEX SHAPE...    Nsight Compute of each shape's configs in INDEX beside cuBLAS, cold,
+#                         the raw page kept (every metric); INDEX built here by
+#                         `python scripts/ncu_gemm.py build INDEX SHAPE --config TAG=JSON ...`
+#   tests                 the GPU tests (dispatch, attention dispatch, runner faults) and the
+#                         GEMM conformance kit's timed check (needs the staged TVM parts)
+# e.g. (carry build/idx50 build/ncu50):
+#   bash scripts/gpu_steps.sh judge30 held studies/X/judge30/variants.txt build/idx50 \
+#     ncu build/ncu50 266x5120x12288 200x2048x5632
+name=${1:?usage: gpu_steps.sh NAME STEP ARGS... [STEP ARGS...]}; shift
+source scripts/gpu_suite_common.sh "$name"
+set +e  # a failed step is recorded in run.log; the rest and the results still come back
+BASE=$R n=0
+is_shape() { [[ $1 =~ ^[0-9]+x[0-9]+x[0-9]+$ ]]; }
+while [ $# -gt 0 ]; do
+  n=$((n + 1)) step=$1; shift
+  R=$BASE/$n-$step && mkdir -p $R && cp $BASE/device.txt $R/
+  case $step in
+  held)
+    [ $# -ge 2 ] || { echo "held: VARIANTS INDEX" | tee -a $BASE/run.log; break; }
+    held_busy_from "$1" "$2"; shift 2 ;;
+  ncu)
+    idx=$1; shift; shapes=()
+    while [ $# -gt 0 ] && is_shape "$1"; do shapes+=("$1"); shift; done
+    NCU_KEEP_RAW=1 ncu_shapes "$idx" "${shapes[@]}" ;;
+  tests) source scripts/gpu_env.sh; gpu_tests ;;
+  *) echo "unknown step '$step' (held, ncu, tests)" | tee -a $BASE/run.log; break ;;
+  esac
+  cat $R/run.log >> $BASE/run.log 2>/dev/null
+  echo "$n-$step done at $SECONDS s" | tee -a $BASE/run.log
+done
+tar czf $OUT/$name.tgz -C $BASE .
