@@ -48,8 +48,10 @@ STREAM_K_SLOWDOWN = 1.2
 # traffic of 320 operand rows a K step, s9). The factor is fitted on sessions <= 12's 168
 # studies (pairwise order of their trials 0.533 -> 0.658, flat over 1.5-1.7) and held on
 # sessions 13-20's 84: 0.387 -> 0.706, the top-ranked trial's time 0.837 -> 0.962 of the
-# study's best (studies/2026-11-27-cpu-gemm-model-pairs/). Clusters of four pay it too (no
-# studies of them to fit on yet).
+# study's best (studies/2026-11-27-cpu-gemm-model-pairs/). It holds on the H200 (held-busy
+# tables of sessions 25-27: 0.377 -> 0.686 ordered right). Clusters of four pay it too: sparing
+# cuBLAS's swapped fours (raster 'm') orders 0.714 right but ranks a slower config first
+# (0.971 of the best, against 0.977): no better (studies/2026-11-29-cpu-gemm-model-fours/).
 PAIR_SLOWDOWN = 1.6
 
 
