@@ -10,6 +10,9 @@
 #   ncu INDEX SHAPE...    Nsight Compute of each shape's configs in INDEX beside cuBLAS, cold,
 #                         the raw page kept (every metric); INDEX built here by
 #                         `python scripts/ncu_gemm.py build INDEX SHAPE --config TAG=JSON ...`
+#   sass INDEX SHAPE...   per instruction, where each config's warps wait (Nsight Compute's
+#                         SourceCounters, scripts/ncu_sass.sh), cuBLAS's kernel last; INDEX as
+#                         for ncu
 #   tests                 the GPU tests (dispatch, attention dispatch, runner faults) and the
 #                         GEMM conformance kit's timed check (needs the staged TVM parts)
 # e.g. (carry build/idx50 build/ncu50):
@@ -31,8 +34,14 @@ while [ $# -gt 0 ]; do
     idx=$1; shift; shapes=()
     while [ $# -gt 0 ] && is_shape "$1"; do shapes+=("$1"); shift; done
     NCU_KEEP_RAW=1 ncu_shapes "$idx" "${shapes[@]}" ;;
+  sass)
+    idx=$1; shift
+    while [ $# -gt 0 ] && is_shape "$1"; do
+      OUT=$R timeout 300 bash scripts/ncu_sass.sh "$idx" "$1" > $R/sass-$1.log 2>&1
+      echo "sass $1 rc=$? at $SECONDS s" | tee -a $R/run.log; shift
+    done ;;
   tests) source scripts/gpu_env.sh; gpu_tests ;;
-  *) echo "unknown step '$step' (held, ncu, tests)" | tee -a $BASE/run.log; break ;;
+  *) echo "unknown step '$step' (held, ncu, sass, tests)" | tee -a $BASE/run.log; break ;;
   esac
   cat $R/run.log >> $BASE/run.log 2>/dev/null
   echo "$n-$step done at $SECONDS s" | tee -a $BASE/run.log
