@@ -37,12 +37,14 @@ Legality rules (checked before anything compiles; `violations` names each broken
   accumulators with three consumers, <= 104 with two swapped, <= 144 unswapped, <= 184 with
   one (measured spills).
 - multicast=4 (clusters of four along the cluster's axis: '2x1' becomes 4x1, each CTA loading a
-  quarter of the shared tile for all four; cuBLAS's kind at few-tile, long-K shapes, e.g. 64x64
-  in 4x1 at 185x2048x5504 on an H200): a cluster axis, BLK_N a multiple of 32 along M (whole
-  swizzle atoms per quarter), no stream-K; persistent grids hold 30 clusters, the most of four
-  an H200 runs at once (12 SMs idle: its GPCs' SM counts are not multiples of 4). Held busy at
-  8 skinny shapes they lost to the same tiles alone, 0.56-0.95x (pairs 0.64-0.96x; H200,
-  studies/2026-11-28-h200-gemm-s25/four): a knob for studies, in no seed or rule.
+  slice of the shared tile for all four; cuBLAS's kind at few-tile, long-K shapes, e.g. 64x64
+  in 4x1 at 185x2048x5504 on an H200): a cluster axis, BLK_N >= 32 along M (slices of whole
+  8-row swizzle atoms, the first ranks an atom more where they do not divide: 80 rows load as
+  24, 24, 16, 16, so the tile's width can follow M as cuBLAS's do), no stream-K; persistent
+  grids hold 30 clusters, the most of four an H200 runs at once (12 SMs idle: its GPCs' SM
+  counts are not multiples of 4). Held busy at 8 skinny shapes unswapped fours lost to the
+  same tiles alone, 0.56-0.95x (H200, studies/2026-11-28-h200-gemm-s25/four); swapped ones in
+  raster 'm' won where they fill one wave of clusters (SWAPPED_FOURS below).
 - schedule='pingpong' (two consumers each owning whole wg_m-row tiles, taken in turn: one's epilogue
   under the other's wgmmas): consumers=2, persistent, neither split-K nor stream-K. Slower than
   the cooperative tiles nearly everywhere it was measured: 4-19% on the H100 suite's large
@@ -65,6 +67,7 @@ from pathlib import Path
 from kernels.gemm._sm90_config import (
     H100_SMS,
     SMEM_LIMIT,
+    SWIZZLE_ATOM_ROWS,
     GemmConfig,
     accumulator_regs,
     check_shape,
@@ -389,9 +392,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if cfg.multicast_size == 1:
             out.append("multicast=4 shares each tile among 4 CTAs along the cluster's axis: it "
                        "needs cluster='2x1' or '1x2'")
-        elif cfg.cluster_m == 4 and cfg.blk_n % 32:
-            out.append(f"multicast=4 along M: each CTA loads BLK_N/4 rows of the B tile, whole "
-                       f"8-row swizzle atoms: BLK_N={cfg.blk_n} needs to be a multiple of 32")
+        elif cfg.cluster_m == 4 and cfg.blk_n < 4 * SWIZZLE_ATOM_ROWS:
+            out.append(f"multicast=4 along M: each CTA loads a slice of the B tile in whole "
+                       f"{SWIZZLE_ATOM_ROWS}-row swizzle atoms: BLK_N={cfg.blk_n} has fewer "
+                       "than 4 of them")
         if cfg.stream_k:
             out.append("stream_k runs clusters of at most 2 CTAs: it needs multicast=2")
         return out

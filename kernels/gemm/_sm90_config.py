@@ -114,6 +114,19 @@ def wgmma_n(blk_n: int) -> int:
     return blk_n // parts
 
 
+SWIZZLE_ATOM_ROWS = 8  # a 128-byte swizzle atom: a multicast slice starts and ends on one
+
+
+def multicast_slices(rows: int, ctas: int) -> tuple[int, int, int]:
+    """How `ctas` CTAs split a shared tile of `rows` rows, each loading its slice for all, in
+    whole swizzle atoms: (big, small, bigs): ranks below `bigs` load `big` rows, the others
+    `small` (equal slices where the atoms divide evenly: bigs = 0)."""
+    atoms, left = divmod(rows, SWIZZLE_ATOM_ROWS)
+    assert not left and atoms >= ctas, f"{rows} rows do not split into {ctas} whole-atom slices"
+    per, bigs = divmod(atoms, ctas)
+    return (per + 1) * SWIZZLE_ATOM_ROWS, per * SWIZZLE_ATOM_ROWS, bigs
+
+
 def accumulator_regs(cfg: GemmConfig) -> int:
     """f32 accumulator registers per consumer thread."""
     return (cfg.wg_m // 64) * cfg.blk_n // 2

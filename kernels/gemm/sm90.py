@@ -44,6 +44,7 @@ from ._sm90_config import (  # noqa: F401  (re-exported: the template's public s
     check_shape,
     epilogue_chunk,
     geometry,
+    multicast_slices,
     smem_bytes,
     stream_k_split,
     wgmma_n,
@@ -106,8 +107,11 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     STAGE_BYTES = (BLK_M + BLK_N) * BLK_K * ELEM_BYTES
     X_STAGE_UNITS = BLK_M * BLK_K * ELEM_BYTES // 16  # descriptor units per ring stage
     Y_STAGE_UNITS = BLK_N * BLK_K * ELEM_BYTES // 16
-    # Multicast parts: rank r of MC CTAs loads rows [r*H, (r+1)*H) of the shared tile for all.
-    HX, HY = BLK_M // cfg.cluster_n, BLK_N // cfg.cluster_m
+    # Multicast parts: rank r of MC CTAs loads rows [r*H, (r+1)*H) of the shared tile for all
+    # (B tiles whose atoms do not divide evenly: the first ranks one atom more, Y_BIG rows).
+    HX = BLK_M // cfg.cluster_n
+    Y_BIG, HY, Y_BIGS = multicast_slices(BLK_N, cfg.cluster_m) if cfg.cluster_m > 1 \
+        else (0, BLK_N, 0)
     MCAST = (1 << MC) - 1
     NWG = C + 1
     ROWS, COLS, KT, TOTAL, NCL = g.rows, g.cols, g.k_tiles, g.total, g.clusters
@@ -152,7 +156,14 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 Tx.copy_async(Xs[stage, :, kb:kb + COL_BLOCK],
                               Xg[r0:r0 + BLK_M, ks:ks + COL_BLOCK], dispatch="tma_explicit",
                               mbar=bar, **HINT)
-            if cfg.cluster_m > 1:
+            if cfg.cluster_m > 1 and Y_BIGS:
+                with T.If(rank < Y_BIGS):
+                    with T.Then():
+                        load_y_slice(Ys, Yg, stage, rank * Y_BIG, Y_BIG, c0, kb, ks, bar)
+                    with T.Else():
+                        load_y_slice(Ys, Yg, stage, Y_BIGS * Y_BIG + (rank - Y_BIGS) * HY, HY,
+                                     c0, kb, ks, bar)
+            elif cfg.cluster_m > 1:
                 Tx.copy_async(Ys[stage, rank * HY:rank * HY + HY, kb:kb + COL_BLOCK],
                               Yg[c0 + rank * HY:c0 + rank * HY + HY, ks:ks + COL_BLOCK],
                               dispatch="tma_explicit", mbar=bar, cta_mask=MCAST, **HINT)
@@ -161,6 +172,12 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     Tx.copy_async(Ys[stage, y0:y0 + PART, kb:kb + COL_BLOCK],
                                   Yg[c0 + y0:c0 + y0 + PART, ks:ks + COL_BLOCK],
                                   dispatch="tma_explicit", mbar=bar, **HINT)
+
+    def load_y_slice(Ys, Yg, stage, y0, rows, c0, kb, ks, bar):
+        """Rows [y0, y0 + rows) of the shared B tile, multicast to the cluster's CTAs."""
+        Tx.copy_async(Ys[stage, y0:y0 + rows, kb:kb + COL_BLOCK],
+                      Yg[c0 + y0:c0 + y0 + rows, ks:ks + COL_BLOCK], dispatch="tma_explicit",
+                      mbar=bar, cta_mask=MCAST, **HINT)
 
     def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, consumer, first_k):
         """All wgmmas of one K tile for this consumer's WG_M rows: per m64 atom, one wgmma per
