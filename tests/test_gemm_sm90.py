@@ -12,6 +12,7 @@ from optuna.distributions import CategoricalDistribution
 from autotune.spaces.base import IllegalConfig
 from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
 from autotune.spaces.sampling import legal_draws, random_config
+from kernels.gemm._sm90_config import CO_RESIDENT_CLUSTERS
 from kernels.gemm.sm90 import _tile_coords, accumulator_regs, geometry, smem_bytes
 
 SPACE = GemmSm90Space()
@@ -503,6 +504,23 @@ def test_swapped_fours_are_an_early_seed_where_the_rule_declines_for_long_k():
     fours = [i for i, c in enumerate(seeds) if c["swap_ab"] and c["multicast"] == 4
              and (c["cluster"], c["wg_m"], c["consumers"], c["blk_n"]) == ("2x1", 128, 1, 96)]
     assert fours and fours[0] < 7
+
+
+# cuBLAS's swapped fours on an H200 (nvjet WG_MxBLK_N 4x1) and ours, BLK_N rounded up to 16
+@pytest.mark.parametrize("shape, tile", [
+    ("75x6720x2560", (64, 80)), ("107x5120x3072", (64, 112)), ("144x14336x2560", (128, 144)),
+    ("200x2048x5632", (64, 80)),  # cuBLAS 64x72
+    ("266x5120x12288", (128, 96)), ("292x5120x16384", (128, 112)),  # cuBLAS 128x104
+    ("185x2048x5504", (64, 64)),
+])
+def test_fitted_fours_seed_sizes_the_tiles_as_cublas_does(shape, tile):
+    problem = SPACE.parse_problem(shape)
+    fitted = SPACE._fitted_fours(problem)
+    assert (fitted["wg_m"], fitted["blk_n"]) == tile
+    assert (fitted["swap_ab"], fitted["cluster"], fitted["multicast"]) == (True, "2x1", 4)
+    geometry_ = geometry(problem["M"], problem["N"], problem["K"], kernel_config(fitted))
+    assert geometry_.clusters <= CO_RESIDENT_CLUSTERS[4]
+    assert fitted in SPACE.seed_configs(problem) and not SPACE.violations(fitted, problem)
 
 
 def unswapped_default_tile(shape):

@@ -65,6 +65,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernels.gemm._sm90_config import (
+    CO_RESIDENT_CLUSTERS,
     H100_SMS,
     SMEM_LIMIT,
     SWIZZLE_ATOM_ROWS,
@@ -271,6 +272,14 @@ SWAPPED_FOURS_K = (2048, EXACT_NARROW_MIN_K)
 # (M above, M up to): tile columns over M
 SWAPPED_FOURS_COLUMNS = {(256, 288): 3, (288, 320): 2, (128, 160): 1}
 SWAPPED_FOURS_CLUSTERS = (24, 30)
+# cuBLAS's swapped fours take the activation tile's width from M (nvjet on an H200, sessions
+# 25-27's cublas_kernels.json): 64x80 at 75x6720x2560, 64x112 at 107x5120x3072, 128x144 at
+# 144x14336x2560, 64x72 at 200x2048x5632, 128x96 at 266x5120x12288, 128x104 at 292x5120x16384:
+# M in 1-3 columns, the weight side 64 or 128 rows, in one wave of fours: of those, the one
+# whose CTA loads the fewest rows a K step (its weight rows and a quarter of the activation
+# tile's), then computes the smallest tile; each of the six picks so. Our fours slice such
+# widths since session 28 (multicast_slices): a seed up to this M, not yet measured.
+FITTED_FOURS_MAX_M = 320
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -654,6 +663,26 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             epilogue="tma"))
         return None if self.violations(config, problem) else config
 
+    def _fitted_fours(self, problem: Problem) -> Config | None:
+        """Swapped fours as cuBLAS sizes them (FITTED_FOURS_MAX_M): 64 or 128 weight rows a
+        CTA, M in 1-3 columns of the narrowest 16-multiple covering it, in one wave of fours;
+        the fewest rows loaded a K step, then the smallest tile; None if none fits."""
+        M, N = problem["M"], problem["N"]
+        fits = []
+        for wg_m in (64, 128):
+            for columns in (1, 2, 3):
+                blk_n = 16 * -(-M // (16 * columns))
+                clusters = -(-N // (4 * wg_m)) * columns
+                if 32 <= blk_n <= 256 and clusters <= CO_RESIDENT_CLUSTERS[4]:
+                    fits.append(((wg_m + blk_n / 4, wg_m * blk_n), wg_m, blk_n))
+        for _, wg_m, blk_n in sorted(fits):
+            config = self._deepest(problem, self._complete(
+                wg_m=wg_m, consumers=1, blk_n=blk_n, blk_k=64, persistent=False, swap_ab=True,
+                cluster="2x1", multicast=4, raster="m", group=8, epilogue="tma"))
+            if not self.violations(config, problem):
+                return config
+        return None
+
     def _swapped_skinny(self, problem: Problem) -> Config | None:
         """Swapped 64-row tiles along N, BLK_N covering M, K split where that fills
         SWAPPED_SKINNY_CTAS CTAs (see SWAPPED_SKINNY_M); None where that does not fit its
@@ -792,6 +821,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 tries.append(v(schedule="pingpong", wg_m=128, blk_n=128, swap_ab=False))
             tries += self._wide_tiles(problem, v)
             tries += self._narrow_family(problem)
+        if M <= FITTED_FOURS_MAX_M and (fitted := self._fitted_fours(problem)):
+            tries.append(fitted)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
         out = []
         for c in tries:
