@@ -8,7 +8,8 @@
 #   bash scripts/ncu_sass.sh build/ncu50 185x2048x5504
 set -e
 export PYTHONPATH=$PWD
-tags=($(cd "$1/$2" && ls -d */ | tr -d / | LC_ALL=C sort) cublas)  # the order ncu_gemm.py run launches in
+# the order `ncu_gemm.py run` launches them in: its tags sorted, then cuBLAS
+tags=($(cd "$1/$2" && ls -d */ | tr -d / | LC_ALL=C sort) cublas)
 for i in "${!tags[@]}"; do
   tag=${tags[$i]} rep=$OUT/sass_$2_${tags[$i]}
   ncu --kernel-name regex:'gemm_kernel|nvjet' --launch-skip $i --launch-count 1 \
