@@ -164,9 +164,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                         load_y_slice(Ys, Yg, stage, Y_BIGS * Y_BIG + (rank - Y_BIGS) * HY, HY,
                                      c0, kb, ks, bar)
             elif cfg.cluster_m > 1:
-                Tx.copy_async(Ys[stage, rank * HY:rank * HY + HY, kb:kb + COL_BLOCK],
-                              Yg[c0 + rank * HY:c0 + rank * HY + HY, ks:ks + COL_BLOCK],
-                              dispatch="tma_explicit", mbar=bar, cta_mask=MCAST, **HINT)
+                load_y_slice(Ys, Yg, stage, rank * HY, HY, c0, kb, ks, bar)
             else:  # a TMA box spans at most 256 rows: tiles wider than that load in parts
                 for y0 in range(0, BLK_N, PART):
                     Tx.copy_async(Ys[stage, y0:y0 + PART, kb:kb + COL_BLOCK],
