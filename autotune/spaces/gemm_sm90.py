@@ -657,11 +657,15 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if not columns or clusters > hi or judged and not (
                 SWAPPED_FOURS_K[0] <= K < SWAPPED_FOURS_K[1] and lo <= clusters):
             return None
-        config = self._deepest(problem, self._complete(
-            wg_m=128, consumers=1, blk_n=32 * -(-M // (32 * columns)), blk_k=64,
-            persistent=False, swap_ab=True, cluster="2x1", multicast=4, raster="m", group=8,
-            epilogue="tma"))
+        config = self._swapped_four(problem, 128, 32 * -(-M // (32 * columns)))
         return None if self.violations(config, problem) else config
+
+    def _swapped_four(self, problem: Problem, wg_m: int, blk_n: int) -> Config:
+        """Swapped tiles of `wg_m` weight rows (one consumer) by `blk_n` of M, in clusters of
+        four along N multicasting the activation tile, raster 'm', the deepest ring."""
+        return self._deepest(problem, self._complete(
+            wg_m=wg_m, consumers=1, blk_n=blk_n, blk_k=64, persistent=False, swap_ab=True,
+            cluster="2x1", multicast=4, raster="m", group=8, epilogue="tma"))
 
     def _fitted_fours(self, problem: Problem) -> Config | None:
         """Swapped fours as cuBLAS sizes them (FITTED_FOURS_MAX_M): 64 or 128 weight rows a
@@ -676,9 +680,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 if 32 <= blk_n <= 256 and clusters <= CO_RESIDENT_CLUSTERS[4]:
                     fits.append(((wg_m + blk_n / 4, wg_m * blk_n), wg_m, blk_n))
         for _, wg_m, blk_n in sorted(fits):
-            config = self._deepest(problem, self._complete(
-                wg_m=wg_m, consumers=1, blk_n=blk_n, blk_k=64, persistent=False, swap_ab=True,
-                cluster="2x1", multicast=4, raster="m", group=8, epilogue="tma"))
+            config = self._swapped_four(problem, wg_m, blk_n)
             if not self.violations(config, problem):
                 return config
         return None
