@@ -335,11 +335,9 @@ class _ProblemDriver:
                 self.measured += 1
                 self.runner.submit(Candidate(self.space, params, self.problem, tag=trial.number))
 
-    def _others_running(self) -> bool:
-        running = [t for t in self.study.get_trials(deepcopy=False)
-                   if t.state == TrialState.RUNNING and counts(t)]
-        self._adopt_orphans(running)
-        return bool(running)
+    def _others_running(self) -> list[FrozenTrial]:
+        return [t for t in self.study.get_trials(deepcopy=False)
+                if t.state == TrialState.RUNNING and counts(t)]
 
     def _adopt_orphans(self, running: list[FrozenTrial]) -> None:
         """A driver killed between asking a trial and its first heartbeat leaves the trial
@@ -379,8 +377,10 @@ class _ProblemDriver:
                 while True:
                     self._ask_more()
                     if not self.runner.in_flight:
-                        if not self._others_running():
+                        others = self._others_running()
+                        if not others:
                             break
+                        self._adopt_orphans(others)
                         # The budget may be held by another driver's trials: wait until they
                         # end, or until their driver is found dead and they come back queued.
                         time.sleep(min(1.0, self._grace_s / 4))
