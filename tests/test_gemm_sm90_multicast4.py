@@ -82,10 +82,15 @@ def test_cluster_of_four_kernel_releases_each_stage_to_all_four_producers():
     art = tirx.build(SPACE.build(config, PROBLEM), SPACE.arch)
     assert art.resources.spill_bytes == 0 and art.resources.stack_frame_bytes == 0
     assert art.launch.cluster == (4, 1, 1) and art.launch.grid == (96, 1, 1)
-    # two release sites (in the K loop, after the last K tile), each arriving remotely on the
-    # three peers' empty barriers (a pair's arrives on one)
+    # two release sites (in the K loop, after the last K tile), where warps 1-3 arrive
+    # remotely on one peer's empty barrier each: its address mapped once, before the K loop,
+    # and stepped by the stage (8 bytes a barrier), no mapa per K tile
     source = art.path.joinpath("kernel.cu").read_text()
-    assert source.count("mbarrier_arrive_nocount_arrive_shared__cluster_b64(_ptr") == 2 * 3
+    body = source[source.index("extern \"C\" __global__"):]
+    assert body.count("mapa_u32_shared__cluster_u32(") == 1
+    assert "^ (warp_id_in_cta & 3)" in body.split("mapa_u32_shared__cluster_u32(")[1][:200]
+    arrives = body.split("mbarrier_arrive_nocount_arrive_shared__cluster_b64(")[1:]
+    assert len(arrives) == 2 and all(a.startswith("(_ptr[0] + ") for a in arrives)
     # each CTA loads a quarter of the A tile for all four CTAs: cta_mask 0b1111
     assert "multicast__cluster_L2__cache_hint(" in source and "(ushort)15" in source
 
