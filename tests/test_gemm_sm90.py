@@ -518,6 +518,7 @@ def test_fitted_fours_seed_sizes_the_tiles_as_cublas_does(shape, tile):
     fitted = SPACE._fitted_fours(problem)
     assert (fitted["wg_m"], fitted["blk_n"]) == tile
     assert (fitted["swap_ab"], fitted["cluster"], fitted["multicast"]) == (True, "2x1", 4)
+    assert fitted["blk_k"] == (128 if tile[0] == 64 else 64)  # a 64-row four's K step is short
     geometry_ = geometry(problem["M"], problem["N"], problem["K"], kernel_config(fitted))
     assert geometry_.clusters <= CO_RESIDENT_CLUSTERS[4]
     assert fitted in SPACE.seed_configs(problem) and not SPACE.violations(fitted, problem)

@@ -278,8 +278,17 @@ SWAPPED_FOURS_CLUSTERS = (24, 30)
 # M in 1-3 columns, the weight side 64 or 128 rows, in one wave of fours: of those, the one
 # whose CTA loads the fewest rows a K step (its weight rows and a quarter of the activation
 # tile's), then computes the smallest tile; each of the six picks so. Our fours slice such
-# widths since session 28 (multicast_slices): a seed up to this M, not yet measured.
+# widths since session 28 (multicast_slices): a seed up to this M. Held busy on an H200 at list
+# s30's 12 shapes they ran 0.967x the default, 0.72-1.15x cuBLAS (studies/2026-11-29-h200-gemm-
+# s30/held): not a default rule.
 FITTED_FOURS_MAX_M = 320
+# A K step of a 64x64-80 four is too little work for what each K tile costs it (its consumer's
+# loop, the cluster's barrier round trip): 128-wide K tiles (half the ring's stages, the same
+# bytes) ran 1.02-1.13x the 64-wide at 6 of 6 shapes once the release was hoisted out of the
+# loop (.../s30/release; 1.08-1.21x at 4 of 4 before it, .../s30/knobs), and won over the
+# default at 185x2048x5504 (1.14x) and 228x2560x6400 (1.04x). Lone tiles gained nothing from
+# them (0.92-1.00x at 8 shapes, .../s30/k128).
+FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -660,17 +669,18 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         config = self._swapped_four(problem, 128, 32 * -(-M // (32 * columns)))
         return None if self.violations(config, problem) else config
 
-    def _swapped_four(self, problem: Problem, wg_m: int, blk_n: int) -> Config:
+    def _swapped_four(self, problem: Problem, wg_m: int, blk_n: int, blk_k: int = 64) -> Config:
         """Swapped tiles of `wg_m` weight rows (one consumer) by `blk_n` of M, in clusters of
         four along N multicasting the activation tile, raster 'm', the deepest ring."""
         return self._deepest(problem, self._complete(
-            wg_m=wg_m, consumers=1, blk_n=blk_n, blk_k=64, persistent=False, swap_ab=True,
+            wg_m=wg_m, consumers=1, blk_n=blk_n, blk_k=blk_k, persistent=False, swap_ab=True,
             cluster="2x1", multicast=4, raster="m", group=8, epilogue="tma"))
 
     def _fitted_fours(self, problem: Problem) -> Config | None:
         """Swapped fours as cuBLAS sizes them (FITTED_FOURS_MAX_M): 64 or 128 weight rows a
         CTA, M in 1-3 columns of the narrowest 16-multiple covering it, in one wave of fours;
-        the fewest rows loaded a K step, then the smallest tile; None if none fits."""
+        the fewest rows loaded a K step, then the smallest tile; 64-row ones in 128-wide K
+        tiles (FITTED_FOURS_BLK_K); None if none fits."""
         M, N = problem["M"], problem["N"]
         fits = []
         for wg_m in (64, 128):
@@ -680,7 +690,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 if 32 <= blk_n <= 256 and clusters <= CO_RESIDENT_CLUSTERS[4]:
                     fits.append(((wg_m + blk_n / 4, wg_m * blk_n), wg_m, blk_n))
         for _, wg_m, blk_n in sorted(fits):
-            config = self._swapped_four(problem, wg_m, blk_n)
+            config = self._swapped_four(problem, wg_m, blk_n, FITTED_FOURS_BLK_K[wg_m])
             if not self.violations(config, problem):
                 return config
         return None
