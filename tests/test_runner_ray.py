@@ -21,8 +21,9 @@ def runner():
     from autotune.runner import RunnerOptions, make_runner
 
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
+    # 8 s: on a loaded 2-core machine Ray took over 4 s to report a crashed actor (a timeout)
     runner = make_runner("ray", SPACE, RunnerOptions(evaluator=SyntheticEvaluator(),
-                                                     compiler=stub_compile, timeout_s=4.0))
+                                                     compiler=stub_compile, timeout_s=8.0))
     yield runner
     runner.close()
     assert ray.is_initialized()  # a cluster the runner did not start is left running
@@ -35,9 +36,12 @@ def test_actor_per_gpu_and_isolation(runner):
     results = runner.run([Candidate(SPACE, c, PROBLEM) for c in (
         {"block_m": 32, "block_n": 128, "stages": 2}, GOOD,
         {"block_m": 16, "block_n": 64, "stages": 2}, GOOD)])
-    assert [r.cause for r in results] == [Cause.TIMEOUT, None, Cause.CRASH, None]
+    assert [r.cause for r in results] == [Cause.TIMEOUT, None, Cause.CRASH, None], \
+        [r.message for r in results]
     assert results[1].time_ms == SPACE.model_time_ms(GOOD)
-    assert runner.pool.restarts == 2
+    # the hang's actor and the crash's; a third where the crash took a finished job's reply
+    # with it and both ran again alone (tests/test_ray_device_deaths.py)
+    assert runner.pool.restarts in (2, 3)
     assert {r.device for r in results} == {None}  # logical GPUs have no name
 
 

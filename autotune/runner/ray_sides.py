@@ -3,7 +3,9 @@ artifact's bytes back, so compile and GPU nodes need not share a disk), and one 
 (`num_gpus=1`: Ray pins it to its device) that validates and times, `depth` jobs given to it at
 once (Ray runs an actor's calls in order: the next starts as the last ends, with no round trip
 to the driver between them). An overdue compile task is cancelled (its worker process killed);
-an overdue or dead actor is replaced, and the jobs queued on it go to its successor."""
+an overdue or dead actor is replaced, and the jobs queued on it go to its successor: behind a
+hang as they were, after a crash each alone first (a job that finished just before the crash
+may have lost its reply with the actor, so only one that dies alone is the crash)."""
 
 from __future__ import annotations
 
@@ -126,6 +128,8 @@ class RayDevices(DevicePool):
             raise
         self._runner = runner
         self._refs: dict = {}  # ObjectRef -> (key, actor index, job), in the order sent
+        self._waiting: collections.deque = collections.deque()  # (key, job) for an actor
+        self._suspects: set[Key] = set()  # died beside others: each runs alone until it returns
         self._began: dict[int, float] = {}  # actor index -> when its first job began
         self.restarts = 0
 
@@ -136,7 +140,7 @@ class RayDevices(DevicePool):
                                        "host": socket.gethostname()})
 
     slots = property(lambda self: len(self._actors) * self.depth)
-    busy = property(lambda self: len(self._refs))
+    busy = property(lambda self: len(self._refs) + len(self._waiting))
 
     def _new_actor(self):
         actor = self._actor_class.remote(self.evaluator)
@@ -150,28 +154,43 @@ class RayDevices(DevicePool):
         """Actor `i`'s refs, the running one first."""
         return [ref for ref, (_, j, _) in self._refs.items() if j == i]
 
-    def _replace(self, i: int) -> None:
+    def _replace(self, i: int, again: list | None = None) -> None:
         """A fresh actor for `i` (its running job's ref already taken out); the jobs queued on
-        the old one are sent to the new one."""
-        queued = [self._refs.pop(ref) for ref in self._queue(i)]
+        the old one (or `again`, (key, job) pairs) go first to the free actors."""
+        queued = [(key, job) for key, _, job in map(self._refs.pop, self._queue(i))]
         self._ray.kill(self._actors[i], no_restart=True)
         self._actors[i], self.names[i] = self._new_actor()
         self.restarts += 1
         self._began.pop(i, None)
-        for key, _, job in queued:
-            self._send(i, key, job)
+        self._waiting.extendleft(reversed(queued if again is None else again))
+        self._dispatch()
 
     def _send(self, i: int, key: Key, job: Job) -> None:
         if not self._queue(i):
             self._began[i] = time.monotonic()
         self._refs[self._actors[i].evaluate.remote(job)] = (key, i, job)
 
+    def _dispatch(self) -> None:
+        """The waiting jobs onto the least loaded actors with room, in order: a suspect only
+        onto an idle actor, nothing behind a suspect."""
+        for key, job in list(self._waiting):
+            load = collections.Counter(i for _, i, _ in self._refs.values())
+            behind_suspect = {i for k, i, _ in self._refs.values() if k in self._suspects}
+            room = 1 if key in self._suspects else self.depth
+            free = [i for i in range(len(self._actors))
+                    if load[i] < room and i not in behind_suspect]
+            if free:
+                self._waiting.remove((key, job))
+                self._send(min(free, key=lambda i: load[i]), key, job)
+
     def start(self, key: Key, job: Job) -> None:
-        load = collections.Counter(i for _, i, _ in self._refs.values())
-        self._send(min(range(len(self._actors)), key=lambda i: load[i]), key, job)
+        self._waiting.append((key, job))
+        self._dispatch()
 
     def started(self, key: Key, sent: float) -> float | None:
-        i = next(i for k, i, _ in self._refs.values() if k == key)
+        i = next((i for k, i, _ in self._refs.values() if k == key), None)
+        if i is None:  # waiting for an actor
+            return None
         return self._began.get(i) if self._refs[self._queue(i)[0]][0] == key else None
 
     def _get(self, ref) -> tuple[Result, bool]:
@@ -184,17 +203,22 @@ class RayDevices(DevicePool):
             return Result(None, Cause.ERROR, str(exc.cause if exc.cause else exc)), False
 
     def _settle_dead(self, i: int) -> list:
-        """(key, result) of the jobs of actor `i`, which died: in the order sent, those it
-        finished, then the one it was running (the crash); the rest go to a fresh actor. A job
-        queued behind the crash reports the death too, at times first (under load, CI blamed
-        two trials for one crash), so the queue's order, not the reports', names the crash."""
-        settled = []
-        for ref in self._queue(i):
+        """(key, result) of the jobs of actor `i`, which died: those whose results came back,
+        and the crash where it died alone; the others go to fresh actors, each alone. The job
+        queued behind the crash dies with it, and under load so can the one before it, whose
+        reply was still on its way (CI blamed two trials for one crash)."""
+        queue = self._queue(i)
+        settled, again = [], []
+        for ref in queue:
             result, died = self._get(ref)  # resolves at once: the actor is gone
-            settled.append((self._refs.pop(ref)[0], result))
-            if died:
-                break
-        self._replace(i)
+            key, _, job = self._refs.pop(ref)
+            if died and len(queue) > 1:
+                self._suspects.add(key)
+                again.append((key, job))
+            else:
+                self._suspects.discard(key)
+                settled.append((key, result))
+        self._replace(i, again)
         return settled
 
     def harvest(self):
@@ -209,8 +233,11 @@ class RayDevices(DevicePool):
                 settled = self._settle_dead(i)
             else:
                 settled = [(self._refs.pop(ref)[0], result)]
+                self._suspects.discard(settled[0][0])
                 if result.fatal:
                     self._replace(i)
+                else:
+                    self._dispatch()
             for key, result in settled:
                 if i in self._began:
                     self._began[i] = time.monotonic()  # the next, if any, began when this ended
@@ -221,6 +248,7 @@ class RayDevices(DevicePool):
     def kill(self, key: Key) -> None:
         ref = next(r for r, (k, _, _) in self._refs.items() if k == key)
         _, i, _ = self._refs.pop(ref)
+        self._suspects.discard(key)
         self._replace(i)
 
     def wait_handles(self):
