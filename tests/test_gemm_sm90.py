@@ -582,3 +582,21 @@ def test_medium_default_takes_the_fewest_waves_of_the_narrowest_loads(shape, blk
     config = SPACE.default_config(SPACE.parse_problem(shape))
     assert (config["wg_m"], config["consumers"], config["blk_n"]) == (64, 2, blk_n)
     assert SPACE.violations(config, SPACE.parse_problem(shape)) == []
+
+
+@pytest.mark.parametrize("shape, blk_n", [
+    ("141x11776x5120", 144),  # 23 fours' worth, 138 CTAs of 64-row tiles: was 128x192, 0.59x
+    ("157x16128x8192", 160),  # 32 fours' worth: was swapped 192x160
+])
+def test_m_just_past_128_takes_swapped_128_row_tiles_alone_in_one_wave(shape, blk_n):
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert (config["swap_ab"], config["wg_m"], config["consumers"], config["cluster"]) == (
+        True, 128, 1, "1x1")
+    assert config["blk_n"] == blk_n and SPACE.violations(config, problem) == []
+    assert geometry(problem["M"], problem["N"], problem["K"], kernel_config(config)).grid <= 132
+
+
+def test_m_just_past_128_beyond_one_wave_keeps_the_rules_before():
+    config = SPACE.default_config(SPACE.parse_problem("150x20480x4096"))  # 160 weight tiles
+    assert (config["wg_m"], config["consumers"]) == (64, 3)

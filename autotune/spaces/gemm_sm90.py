@@ -272,6 +272,14 @@ SWAPPED_FOURS_K = (2048, EXACT_NARROW_MIN_K)
 # (M above, M up to): tile columns over M
 SWAPPED_FOURS_COLUMNS = {(256, 288): 3, (288, 320): 2, (128, 160): 1}
 SWAPPED_FOURS_CLUSTERS = (24, 30)
+# 128 < M <= 160 where neither those fours nor one wave of 64-row tiles apply (N in
+# (11264, 11776] or more than 30 fours' worth): the same swapped 128-row tiles, BLK_N the
+# multiple of 16 covering M, alone, in one wave. The rules below took 128x192 tiles there (M
+# padded to 256 rows: 141x11776x5120 0.590x cuBLAS, studies/2026-11-29-h200-gemm-s30/held) or
+# swapped 192x160 ones. Judged on list s31 (studies/unseen_gemm_2026-11-29-s31.md, committed
+# before measuring; H200, held busy, .../s30/judge31): 1.128-1.726x the default before it at 8
+# of 8, 1.36x geomean, 0.953x cuBLAS against its 0.701x.
+SWAPPED_ALONE_MAX_M = 160
 # cuBLAS's swapped fours take the activation tile's width from M (nvjet on an H200, sessions
 # 25-27's cublas_kernels.json): 64x80 at 75x6720x2560, 64x112 at 107x5120x3072, 128x144 at
 # 144x14336x2560, 64x72 at 200x2048x5632, 128x96 at 266x5120x12288, 128x104 at 292x5120x16384:
@@ -483,6 +491,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           cuBLAS's layout, swapped 128-row tiles over M in 3 columns of 96, 2 or 1 of 160, in
           fours along N multicasting the activations (SWAPPED_FOURS_*: 1.26x the rules below on
           8 unseen shapes, 1.11x on 2 more, H200).
+        - the rest of 128 < M <= 160: the same swapped tiles alone where they fit one wave
+          (SWAPPED_ALONE_MAX_M: 1.36x on 8 unseen shapes, H200).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -540,6 +550,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 narrow = self._narrow_tiles(problem)
                 if self._grid(problem, narrow) <= H100_SMS:
                     return narrow
+            if M <= SWAPPED_ALONE_MAX_M and (alone := self._swapped_alone(problem)):
+                return alone
             widths = MEDIUM_BLK_N + tuple(n for n in WIDE_BLK_N
                                           if _tile_waves(problem, 128, n) <= 2)
             blk_n = min(widths, key=lambda n: (_tile_waves(problem, 128, n) * (128 + n), -n))
@@ -667,6 +679,16 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 SWAPPED_FOURS_K[0] <= K < SWAPPED_FOURS_K[1] and lo <= clusters):
             return None
         config = self._swapped_four(problem, 128, 32 * -(-M // (32 * columns)))
+        return None if self.violations(config, problem) else config
+
+    def _swapped_alone(self, problem: Problem) -> Config | None:
+        """Swapped tiles of 128 weight rows (one consumer), BLK_N the multiple of 16 covering
+        M, no cluster, where they fit one wave (SWAPPED_ALONE_MAX_M); else None."""
+        if -(-problem["N"] // 128) > H100_SMS:
+            return None
+        config = self._deepest(problem, self._complete(
+            wg_m=128, consumers=1, blk_n=16 * -(-problem["M"] // 16), blk_k=64, persistent=False,
+            swap_ab=True))
         return None if self.violations(config, problem) else config
 
     def _swapped_four(self, problem: Problem, wg_m: int, blk_n: int, blk_k: int = 64) -> Config:
