@@ -40,7 +40,7 @@ def test_actor_per_gpu_and_isolation(runner):
         [r.message for r in results]
     assert results[1].time_ms == SPACE.model_time_ms(GOOD)
     # the hang's actor and the crash's; a third where the crash took a finished job's reply
-    # with it and both ran again alone (tests/test_ray_device_deaths.py)
+    # with it and both ran again alone (tests/test_runner_ray_harvest.py)
     assert runner.pool.restarts in (2, 3)
     assert {r.device for r in results} == {None}  # logical GPUs have no name
 

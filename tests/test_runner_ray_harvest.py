@@ -1,7 +1,11 @@
 """The Ray device pool's bookkeeping when an actor dies, against a stand-in for Ray whose
 reports arrive in the order a test chooses: which job a crash is blamed on, and which go on to a
 fresh actor. (A real Ray reports them as the cluster's timing falls: under load, CI once saw the
-job queued behind a crash report the death first and take the blame.)"""
+job queued behind a crash report the death first and take the blame, and later the job before
+a crash lose its reply with the actor.) Jobs that die together run again, each alone; a job
+that dies alone is the crash."""
+
+import collections
 
 from autotune.runner import Cause, Result
 from autotune.runner.ray_sides import RayDevices
@@ -44,12 +48,15 @@ class FakeActor:
 
 
 class FakeRef:
+    """A job's call; "lost" finishes, but its reply goes down with a crash behind it."""
+
     def __init__(self, actor: FakeActor, job: str):
         self.actor, self.job = actor, job
 
     def resolve(self) -> Result:
         jobs = [r.job for r in self.actor.sent]
-        if "crash" in jobs and jobs.index("crash") <= self.actor.sent.index(self):
+        if "crash" in jobs and (jobs.index("crash") <= self.actor.sent.index(self)
+                                or self.job == "lost"):
             raise FakeRay.exceptions.RayActorError()
         return Result(self.job)
 
@@ -64,7 +71,14 @@ def pool_of_one(ray: FakeRay) -> tuple[RayDevices, list[FakeActor]]:
 
     pool._ray, pool._new_actor, pool.depth, pool.restarts = ray, new_actor, 3, 0
     pool._actors, pool.names, pool._refs, pool._began = [actors[0]], ["stand-in GPU"], {}, {}
+    pool._waiting, pool._suspects = collections.deque(), set()
     return pool, actors
+
+
+def run_on(ray, actor, pool) -> list:
+    """(key, cause) of what the pool reports once `actor`'s calls have all reported."""
+    ray.ready = set(actor.sent)
+    return [(key, r.cause) for key, r in pool.harvest()]
 
 
 def test_the_crash_is_blamed_on_the_job_running_not_on_the_first_to_report_it():
@@ -73,21 +87,39 @@ def test_the_crash_is_blamed_on_the_job_running_not_on_the_first_to_report_it():
     for job in ("done", "crash", "queued"):
         pool.start(job, job)
     ray.ready = {actors[0].sent[2]}  # only the job queued behind the crash has reported
-    out = dict(pool.harvest())
-    assert out["done"].ok and out["crash"].cause is Cause.CRASH and "queued" not in out
-    assert "device actor died" in out["crash"].message
-    assert pool.restarts == 1 and [r.job for r in actors[1].sent] == ["queued"]
-    ray.ready = set(actors[1].sent)
-    assert [(key, r.ok) for key, r in pool.harvest()] == [("queued", True)]
-    assert pool.busy == 0
+    assert [(key, r.ok) for key, r in pool.harvest()] == [("done", True)]
+    # the two that died together run again, each alone: the crash first, on a fresh actor
+    assert [r.job for r in actors[1].sent] == ["crash"] and pool.busy == 2
+    out = run_on(ray, actors[1], pool)
+    assert out == [("crash", Cause.CRASH)] and [r.job for r in actors[2].sent] == ["queued"]
+    assert run_on(ray, actors[2], pool) == [("queued", None)]
+    assert pool.busy == 0 and pool.restarts == 2
 
 
-def test_a_crash_reported_by_itself_sends_the_queue_on():
+def test_a_crash_reported_by_itself_is_blamed_at_once():
     ray = FakeRay()
     pool, actors = pool_of_one(ray)
-    for job in ("crash", "queued"):
+    pool.start("crash", "crash")
+    assert run_on(ray, actors[0], pool) == [("crash", Cause.CRASH)] and pool.restarts == 1
+
+
+def test_the_job_before_a_crash_that_lost_its_reply_is_not_blamed():
+    ray = FakeRay()
+    pool, actors = pool_of_one(ray)
+    for job in ("lost", "crash"):
         pool.start(job, job)
-    ray.ready = set(actors[0].sent)  # both report the death
-    out = pool.harvest()
-    assert [(key, r.cause) for key, r in out] == [("crash", Cause.CRASH)]
-    assert [r.job for r in actors[1].sent] == ["queued"] and pool.restarts == 1
+    assert run_on(ray, actors[0], pool) == []  # both died: neither is blamed yet
+    assert run_on(ray, actors[1], pool) == [("lost", None)]  # alone on a fresh actor
+    assert [r.job for r in actors[1].sent] == ["lost", "crash"]  # then the crash, alone
+    assert run_on(ray, actors[1], pool) == [("crash", Cause.CRASH)]
+    assert pool.busy == 0 and pool.restarts == 2
+
+
+def test_nothing_is_queued_behind_a_job_that_died_beside_a_crash():
+    ray = FakeRay()
+    pool, actors = pool_of_one(ray)
+    for job in ("lost", "crash"):
+        pool.start(job, job)
+    run_on(ray, actors[0], pool)
+    pool.start("new", "new")
+    assert [r.job for r in actors[1].sent] == ["lost"] and pool.busy == 3
