@@ -207,10 +207,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                 with T.Then():
                     T.evaluate(T.ptx.mbarrier.arrive.shared__cluster.b64(
                         peer_empty + T.cast(stage, "uint32") * 8))
-        for peer in range(1, MC if MC < 4 else 1):
-            with T.If(warp == peer):
+        if MC == 2:
+            with T.If(warp == 1):
                 with T.Then():
-                    empty.arrive(stage, remote=rank ^ peer)
+                    empty.arrive(stage, remote=rank ^ 1)
 
     def map_into(ptr, rank):
         """The shared::cluster address of `ptr` in the CTA of `rank` (plain Python: the mapa
