@@ -15,6 +15,13 @@
 #                         for ncu
 #   tests                 the GPU tests (dispatch, attention dispatch, runner faults) and the
 #                         GEMM conformance kit's timed check (needs the staged TVM parts)
+#   stage                 keep the part of TVM and the site this call carries (.bundle/stage-X,
+#                         scripts/gpu_stage.sh); a call for each part, to one warm machine
+#   study LIST NAME       an 8-trial gemm_sm90 study of each shape of an unseen list
+#                         (studies/unseen_gemm_*.md), compiled here (TVM staged): its log, every
+#                         trial and its store (study_unseen); a later call's `after` reads it
+#   after LIST NAME       `autotune compare` with that study's store: our kernel alone after a
+#                         study, the study's recorded time beside compare's (after_unseen)
 # e.g. (carry build/idx50 build/ncu50):
 #   bash scripts/gpu_steps.sh judge30 held studies/X/judge30/variants.txt build/idx50 \
 #     ncu build/ncu50 266x5120x12288 200x2048x5632
@@ -41,7 +48,15 @@ while [ $# -gt 0 ]; do
       echo "sass $1 rc=$? at $SECONDS s" | tee -a $R/run.log; shift
     done ;;
   tests) source scripts/gpu_env.sh; gpu_tests ;;
-  *) echo "unknown step '$step' (held, ncu, sass, tests)" | tee -a $BASE/run.log; break ;;
+  stage) bash scripts/gpu_stage.sh > $R/stage.log 2>&1; tail -3 $R/stage.log ;;
+  study)
+    source scripts/gpu_env.sh; STUDY_S=$((560 - SECONDS)) study_unseen "$1" "$2"
+    cp $R/$2_store.json $SCRATCH/ 2>/dev/null; shift 2 ;;
+  after)
+    source scripts/gpu_env.sh; cp $SCRATCH/$2_store.json . 2>/dev/null
+    after_unseen "$1" "$2" $((590 - SECONDS)); shift 2 ;;
+  *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after)" \
+       | tee -a $BASE/run.log; break ;;
   esac
   cat $R/run.log >> $BASE/run.log 2>/dev/null
   echo "$n-$step done at $SECONDS s" | tee -a $BASE/run.log
