@@ -102,7 +102,7 @@ study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial study of each of 
   # its store <name>_store.json and every trial <name>_trials.csv
   local LIST=$(unseen_list $1) DB=sqlite:///$SCRATCH/$2.db
   sample_clocks $R/clocks.csv
-  timeout ${STUDY_S:-540} autotune tune gemm_sm90 --shapes $LIST --trials 8 --gpus 0 --compile-workers 15 \
+  timeout ${STUDY_S:-540} autotune tune gemm_sm90 --shapes $LIST --trials ${TRIALS:-8} --gpus 0 --compile-workers 15 \
     --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/$2_study.log
   echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/$2_study.log
   python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/$2_store.json
