@@ -101,4 +101,4 @@ def test_a_late_knob_at_its_earlier_value_is_no_other_spaces_knob_value():
                 assert value not in knobs[knob].choices, (name, knob)
     # each is a knob gemm_sm90 gained after its stores, at the value they were measured at
     assert LATE_KNOBS.items() <= get_space("gemm_sm90").added_knobs.items()
-    assert set(LATE_KNOBS) == {"schedule", "multicast"}
+    assert set(LATE_KNOBS) == {"schedule", "multicast", "epi_tail"}

@@ -129,6 +129,7 @@ KNOBS: dict[str, tuple] = {
     "stream_k": (False, True),
     "schedule": ("cooperative", "pingpong"),
     "multicast": (2, 4),
+    "epi_tail": ("overlap", "narrow"),
 }
 SKINNY_M = 128
 # Up to 3 x 64 rows, 128-row tiles pad M to 256 rows: the skinny rule's 64-row tiles instead,
@@ -352,7 +353,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     default_shapes = SUITE
     # stream_k came after the session-3/4 studies and recordings, schedule after session 23's,
     # multicast after session 24's: all of them ran without stream-K, cooperative, in pairs.
-    added_knobs = {"stream_k": False, "schedule": "cooperative", "multicast": 2}
+    added_knobs = {"stream_k": False, "schedule": "cooperative", "multicast": 2,
+                   "epi_tail": "narrow"}
 
     # -- the space ------------------------------------------------------------------------
     def knob_values(self, problem: Problem) -> dict[str, tuple]:
@@ -902,7 +904,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         base = dict(wg_m=64, consumers=2, blk_n=128, blk_k=64, stages=4, cluster="1x1",
                     persistent=True, raster="m", group=8, epilogue="tma", swap_ab=False,
                     split_k=1, l2_evict="first", stream_k=False, schedule="cooperative",
-                    multicast=2)
+                    multicast=2, epi_tail="overlap")
         base.update(overrides)
         return base
 

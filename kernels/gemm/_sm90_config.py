@@ -48,6 +48,11 @@ class GemmConfig:
     # epilogue runs while the other's wgmmas do. Cooperative (False): both consumers share
     # each tile, and the tensor cores idle through every epilogue.
     pingpong: bool = False
+    # TMA-store epilogue chunks where BLK_N is an odd multiple of 16 (epilogue_chunk): "overlap"
+    # stores 64- or 32-column chunks, the last overlapping the one before it; "narrow" stores
+    # 16-column ones (4x the stores and barriers, a quarter of the staging: more room for the
+    # ring; the kernels stored before session 30). Either way for every other BLK_N.
+    epi_tail: str = "overlap"
 
     @property
     def blk_m(self) -> int:
@@ -86,17 +91,36 @@ def smem_bytes(cfg: GemmConfig) -> int:
 
 def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     """TMA-store epilogue: (columns per chunk, staging buffers per consumer). A chunk is one
-    swizzle row (64, 32 or 16 elements: the widest that tiles BLK_N, for conflict-free writes);
-    two buffers let a chunk's store overlap the next chunk's shared-memory writes. 256-row
-    tiles (two 128-row consumers) take one where two would not fit beside the ring: two each
-    are 64 KB at 256x192 and left it 2 stages, too few to feed the tensor cores (H100, held
-    busy at 4096x28672x4096: 0.72 TFLOP/J against 0.96-1.00 for 3-4 stage tiles)."""
-    width = next(w for w in (64, 32, 16) if cfg.blk_n % w == 0)
-    bufs = min(2, cfg.blk_n // width)
-    staging = cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
-    if cfg.blk_m == 256 and _ring_bytes(cfg) + staging > SMEM_LIMIT:
+    swizzle row (64 or 32 elements: the widest that tiles BLK_N, for conflict-free writes).
+    A BLK_N past 32 that neither tiles (an odd multiple of 16) takes 64-column chunks where
+    they fit beside the ring, else 32-column ones, the last chunk overlapping the one before it
+    (epilogue_starts; epi_tail "overlap"), or 16-column ones ("narrow", or where neither fits
+    beside the ring: the legal configs are those of before the knob): those made 4x the
+    stores and barriers (H100: 240 ran 2.3x slower than 256; with overlapping chunks 0.98x,
+    H200, studies/2026-11-29-h200-gemm-s32/epilogue/). Two buffers let a chunk's store
+    overlap the next chunk's shared-memory writes. 256-row tiles (two 128-row consumers) take
+    one where two would not fit beside the ring: two each are 64 KB at 256x192 and left it 2
+    stages, too few to feed the tensor cores (H100, held busy at 4096x28672x4096: 0.72 TFLOP/J
+    against 0.96-1.00 for 3-4 stage tiles)."""
+    def staging(width, bufs):
+        return cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
+
+    width = next((w for w in (64, 32) if cfg.blk_n % w == 0), None)
+    if width is None:  # the widest swizzle row under BLK_N whose staging fits beside the ring
+        fits = [w for w in (64, 32) if w < cfg.blk_n and cfg.epi_tail == "overlap"
+                and _ring_bytes(cfg) + staging(w, 2) <= SMEM_LIMIT]
+        width = fits[0] if fits else 16
+    bufs = min(2, len(epilogue_starts(cfg.blk_n, width)))
+    if cfg.blk_m == 256 and _ring_bytes(cfg) + staging(width, bufs) > SMEM_LIMIT:
         bufs = 1
     return width, bufs
+
+
+def epilogue_starts(blk_n: int, width: int) -> list[int]:
+    """The first column of each epilogue chunk: every `width` columns, the last chunk ending
+    at BLK_N (overlapping the one before it where `width` does not tile BLK_N: those columns
+    are stored twice, with the same values, by the same CTA)."""
+    return [min(c, blk_n - width) for c in range(0, blk_n, width)]
 
 
 def epilogue_bytes(cfg: GemmConfig) -> int:

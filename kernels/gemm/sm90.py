@@ -43,6 +43,7 @@ from ._sm90_config import (  # noqa: F401  (re-exported: the template's public s
     accumulator_regs,
     check_shape,
     epilogue_chunk,
+    epilogue_starts,
     geometry,
     multicast_slices,
     smem_bytes,
@@ -290,7 +291,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         lane_col = lane // 16 * 8
         t_row = lane // 16 * 8 + lane % 8
         t_col = warp * 16 + (lane // 8) % 2 * 8
-        for n in range(BLK_N // EPI_W):
+        for n, start in enumerate(epilogue_starts(BLK_N, EPI_W)):
             buf = consumer * EPI_BUFS + n % EPI_BUFS
             with T.If(leader):
                 with T.Then():
@@ -298,7 +299,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
             for j in range(M_ATOMS):
                 for p in range(EPI_W // 16):
-                    first = j * BLK_N // 2 + n * EPI_W // 2 + p * 8
+                    first = j * BLK_N // 2 + start // 2 + p * 8
                     for k in range(8):
                         T.buffer_store(frag, T.Cast(dtype, acc[first + k]), [k])
                     if SWAP:
@@ -314,13 +315,12 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             with T.If(leader):
                 with T.Then():
                     if SWAP:
-                        m0 = col0 + n * EPI_W
+                        m0 = col0 + start
                         for jb in range(0, WG_M, COL_BLOCK):
                             Tx.copy_async(D[m0:m0 + EPI_W, row0 + jb:row0 + jb + COL_BLOCK],
                                           Ds[buf, :, jb:jb + COL_BLOCK], dispatch="tma_explicit")
                     else:
-                        Tx.copy_async(D[row0:row0 + WG_M,
-                                        col0 + n * EPI_W:col0 + (n + 1) * EPI_W],
+                        Tx.copy_async(D[row0:row0 + WG_M, col0 + start:col0 + start + EPI_W],
                                       Ds[buf, :, :], dispatch="tma_explicit")
                     T.evaluate(T.ptx.cp.async_.bulk.commit_group())
 
