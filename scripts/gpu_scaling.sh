@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's GPU check (the 4096^3 gemm_sm90 study of studies/2026-11-22-h200x2-runner): GPU
 # trials per minute of the local and the Ray runner on 1 and 2 GPUs, warm compile cache, steady
-# state. On one warm machine, after the call that staged .bundle/tvm-a (README):
+# state. On one warm machine, after the calls that staged each .bundle/stage-* part (README):
 #   bash scripts/gpu_scaling.sh warm measure  # fill the compile cache (runs thrown away), then
 #                                             # the four runs again on fresh storages: the table
 # TUNE_ARGS adds options to every run; by default the seeded random sampler, which proposes the
