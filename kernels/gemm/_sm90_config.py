@@ -103,7 +103,7 @@ def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     stages, too few to feed the tensor cores (H100, held busy at 4096x28672x4096: 0.72 TFLOP/J
     against 0.96-1.00 for 3-4 stage tiles)."""
     def staging(width, bufs):
-        return cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
+        return _staging_bytes(cfg, width, bufs)
 
     width = next((w for w in (64, 32) if cfg.blk_n % w == 0), None)
     if width is None:  # the widest swizzle row under BLK_N whose staging fits beside the ring
@@ -123,11 +123,15 @@ def epilogue_starts(blk_n: int, width: int) -> list[int]:
     return [min(c, blk_n - width) for c in range(0, blk_n, width)]
 
 
+def _staging_bytes(cfg: GemmConfig, width: int, bufs: int) -> int:
+    """Shared memory of the epilogue's staging: `bufs` chunks `width` wide per consumer."""
+    return cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
+
+
 def epilogue_bytes(cfg: GemmConfig) -> int:
     if cfg.epilogue != "tma":
         return 0
-    width, bufs = epilogue_chunk(cfg)
-    return cfg.consumers * bufs * cfg.wg_m * width * ELEM_BYTES
+    return _staging_bytes(cfg, *epilogue_chunk(cfg))
 
 
 def wgmma_n(blk_n: int) -> int:
