@@ -857,6 +857,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 # ping-pong 0.85-0.98x at all 11 (studies/2026-11-28-h200-gemm-s24/pingpong/)
                 tries.append(v(schedule="pingpong", wg_m=128, blk_n=128, swap_ab=False))
             tries += self._wide_tiles(problem, v)
+            tries += self._swapped_wave_fit(problem, v)
             tries += self._narrow_family(problem)
         if M <= FITTED_FOURS_MAX_M and (fitted := self._fitted_fours(problem)):
             tries.append(fitted)
@@ -881,6 +882,24 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             wide = min(WIDE_BLK_N, key=lambda n: (cost(n), -n))
             if cost(wide) < cost(256):
                 out.append(v(swap_ab=swap, wg_m=64, consumers=2, blk_n=wide, split_k=1))
+        return out
+
+    @staticmethod
+    def _swapped_wave_fit(problem: Problem, v) -> list[Config]:
+        """cuBLAS's layout at M > 1024: swapped tiles, the weights on 256 rows (two 128-row
+        consumers, BLK_N up to their 192 accumulators) or 128, BLK_N over M at the width with
+        the fewest waves x BLK_N (the widest on a tie), so whole waves of tiles. nvjet on an
+        H200 took 256x160 at 5266x4096x1408 (33 x 16 tiles: 4 waves) and 128x232 at
+        2533x4608x1152 (11 x 36: 3 waves); ours in that orientation, held busy, 1.052x and
+        1.014x the default there, 0.957x and 0.983x cuBLAS, the best we had run at either
+        (studies/2026-11-29-h200-gemm-s34/swapped)."""
+        out = []
+        for wg_m, widths in ((128, range(128, 193, 16)), (64, range(128, 257, 16))):
+            def cost(n):
+                return _tile_waves(problem, 2 * wg_m, n, swap=True) * n
+
+            blk_n = min(widths, key=lambda n: (cost(n), -n))
+            out.append(v(swap_ab=True, wg_m=wg_m, consumers=2, blk_n=blk_n, split_k=1))
         return out
 
     def _narrow_family(self, problem: Problem) -> list[Config]:
