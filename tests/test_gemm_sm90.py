@@ -304,6 +304,22 @@ def test_large_seeds_include_swapped_192_row_tiles():
                for c in SPACE.seed_configs(problem))
 
 
+@pytest.mark.parametrize("shape, tiles, ranked", [
+    # cuBLAS's tiles there (nvjet, H200): 256x160 in 4 whole waves; 128x232 in 3
+    ("5266x4096x1408", [(128, 160, 4), (64, 160, 5)], [0, 15]),
+    ("2533x4608x1152", [(128, 192, 3), (64, 240, 4)], [1, 2]),
+])
+def test_large_seeds_take_cublas_orientation_in_whole_waves(shape, tiles, ranked):
+    """Swapped tiles of 256 and 128 weight rows (wg_m, BLK_N, stages), at the places the cost
+    model ranks them among the seeds (a study of 8 trials runs the first 7)."""
+    problem = SPACE.parse_problem(shape)
+    order = SPACE.ranked_seed_configs(problem)
+    for (wg_m, blk_n, stages), place in zip(tiles, ranked):
+        fit = [i for i, c in enumerate(order) if c["swap_ab"] and c["consumers"] == 2
+               and c["wg_m"] == wg_m and c["blk_n"] == blk_n and c["cluster"] == "1x1"]
+        assert fit == [place] and order[place]["stages"] == stages, order
+
+
 @pytest.mark.parametrize("shape, blk_n, split", [
     ("72x1536x12288", 80, 4), ("80x5120x5120", 80, 1), ("82x3072x23040", 96, 2),
     ("96x4096x14336", 96, 1), ("65x8448x3072", 80, 1), ("68x4096x2560", 80, 1),

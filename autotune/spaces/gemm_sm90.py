@@ -892,7 +892,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         H200 took 256x160 at 5266x4096x1408 (33 x 16 tiles: 4 waves) and 128x232 at
         2533x4608x1152 (11 x 36: 3 waves); ours in that orientation, held busy, 1.052x and
         1.014x the default there, 0.957x and 0.983x cuBLAS, the best we had run at either
-        (studies/2026-11-29-h200-gemm-s34/swapped)."""
+        (studies/2026-11-29-h200-gemm-s34/swapped). Seeds, not a rule: on list s34 (8 unseen
+        shapes, M > 1024; .../s34/judge34) the 256-row ones ran 1.004x the default (0.976-
+        1.069x, lower at 5 of 8), the 128-row ones 0.970x."""
         out = []
         for wg_m, widths in ((128, range(128, 193, 16)), (64, range(128, 257, 16))):
             def cost(n):
