@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Issue 18's held-out measurement on one GPU machine, in two calls to one warm machine
-# (studies/2026-11-23-h100-gemm-heldout/README.md has the exact calls):
-#   bash scripts/gpu_heldout.sh dispatch   # carry .bundle/tvm-a and .bundle/artifacts.tar.xz
-#   bash scripts/gpu_heldout.sh study      # then carry .bundle/tvm-b and .bundle/device-site.tar.xz
+# Issue 18's held-out measurement on one warm GPU machine (studies/2026-11-23-h100-gemm-heldout/
+# README.md has the calls of its day, when TVM travelled in two parts):
+#   bash scripts/gpu_heldout.sh dispatch   # carry .bundle/artifacts.tar.xz
+#   bash scripts/gpu_stage.sh              # a call for each of .bundle/stage-a, -b, ... but the
+#                                          # last (scripts/device_bundle.py --with-tvm)
+#   bash scripts/gpu_heldout.sh study      # carry the last .bundle/stage-* part
 # dispatch (no TVM there: every kernel comes prebuilt, `python -m autotune.dispatch prebuild`):
 #   autotune compare on the held-out shapes with the committed store (our kernel alone, default,
-#   cuBLAS, dispatch; and inside a decoder-like graph), then on the 23-shape suite; stages tvm-a.
-# study (TVM assembled from both parts): a study of each held-out shape (TRIALS, 16), its store,
+#   cuBLAS, dispatch; and inside a decoder-like graph), then on the 23-shape suite.
+# study (TVM and the site unpacked from the staged parts, scripts/gpu_env.sh): a study of each
+#   held-out shape (TRIALS, 16), its store,
 #   autotune compare with that store (the study's reported winner time beside compare's), and
 #   every trial as CSV.
 # Results: $OUT/<step>.tgz.
@@ -17,7 +20,6 @@ HELD=$(sed -n '/As a command-line list/,$p' studies/heldout_gemm_2026-11-23.md |
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > $R/device.txt
 case $1 in
 dispatch)
-  mkdir -p $SCRATCH/stage && cp .bundle/tvm-a/part $SCRATCH/stage/tvm.part-a
   IDX=$SCRATCH/artifacts && mkdir -p $IDX && tar -xJf .bundle/artifacts.tar.xz -C $IDX
   python3 -m pip install -q --no-deps --no-index --no-build-isolation -e .
   export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 AUTOTUNE_ARTIFACTS=$IDX
