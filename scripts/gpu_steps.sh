@@ -17,9 +17,10 @@
 #                         GEMM conformance kit's timed check (needs the staged TVM parts)
 #   stage                 keep the part of TVM and the site this call carries (.bundle/stage-X,
 #                         scripts/gpu_stage.sh); a call for each part, to one warm machine
-#   study LIST NAME       an 8-trial gemm_sm90 study of each shape of an unseen list
-#                         (studies/unseen_gemm_*.md), compiled here (TVM staged): its log, every
-#                         trial and its store (study_unseen); a later call's `after` reads it
+#   study LIST NAME       an 8-trial (TRIALS) gemm_sm90 study of each shape of an unseen list
+#                         (studies/unseen_gemm_*.md) on GPU 0 (GPUS=0,1: both of a two-GPU
+#                         machine), compiled here (TVM staged): its log, every trial and its
+#                         store (study_unseen); a later call's `after` reads it
 #   after LIST NAME       `autotune compare` with that study's store: our kernel alone after a
 #                         study, the study's recorded time beside compare's (after_unseen)
 # e.g. (carry build/idx50 build/ncu50):
