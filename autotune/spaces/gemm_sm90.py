@@ -342,6 +342,16 @@ def _tile_waves(problem: Problem, blk_m: int, blk_n: int, swap: bool = False) ->
     return _waves(-(-rows // blk_m) * -(-cols // blk_n))
 
 
+def _waves_x_width(problem: Problem, blk_m: int, blk_n: int, swap: bool = False) -> int:
+    """What a wave's time grows with, summed over the waves: waves x BLK_N."""
+    return _tile_waves(problem, blk_m, blk_n, swap) * blk_n
+
+
+def _fewest_waves_x_width(problem: Problem, blk_m: int, widths, swap: bool = False) -> int:
+    """The width of `widths` with the fewest waves x BLK_N, the widest on a tie."""
+    return min(widths, key=lambda n: (_waves_x_width(problem, blk_m, n, swap), -n))
+
+
 def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
     """Fraction of the SM slots the tiles occupy over their waves (1.0: no idle SMs)."""
     return tiles / (-(-tiles // sms) * sms)
@@ -609,18 +619,15 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
         No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.05x slower than the same
         tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
-        def waves(blk_m, n, swap=False):
-            return _tile_waves(problem, blk_m, n, swap)
-
-        def cost(tile):  # (BLK_N, swapped) of 128-row tiles: waves x BLK_N
-            return waves(128, *tile) * tile[0]
+        def cost(tile):  # (BLK_N, swapped) of 128-row tiles
+            return _waves_x_width(problem, 128, *tile)
 
         def cheapest(widths, orientations):  # the widest on a tie, unswapped first
             tiles = [(n, swap) for swap in orientations for n in widths]
             return min(tiles, key=lambda t: (cost(t), -t[0], t[1]))
 
         blk_n, swap = 256, False
-        if waves(128, 256) <= 2:
+        if _tile_waves(problem, 128, 256) <= 2:
             blk_n, swap = cheapest(LARGE_BLK_N, (False, True))
         else:
             best = cheapest(MANY_WAVE_BLK_N, (False,))
@@ -876,11 +883,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         where 128x256 take 282 in 3)."""
         out = []
         for swap in (False, True):
-            def cost(n):
-                return _tile_waves(problem, 128, n, swap) * n
-
-            wide = min(WIDE_BLK_N, key=lambda n: (cost(n), -n))
-            if cost(wide) < cost(256):
+            wide = _fewest_waves_x_width(problem, 128, WIDE_BLK_N, swap)
+            if _waves_x_width(problem, 128, wide, swap) < _waves_x_width(problem, 128, 256, swap):
                 out.append(v(swap_ab=swap, wg_m=64, consumers=2, blk_n=wide, split_k=1))
         return out
 
@@ -895,14 +899,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         (studies/2026-11-29-h200-gemm-s34/swapped). Seeds, not a rule: on list s34 (8 unseen
         shapes, M > 1024; .../s34/judge34) the 256-row ones ran 1.004x the default (0.976-
         1.069x, lower at 5 of 8), the 128-row ones 0.970x."""
-        out = []
-        for wg_m, widths in ((128, range(128, 193, 16)), (64, range(128, 257, 16))):
-            def cost(n):
-                return _tile_waves(problem, 2 * wg_m, n, swap=True) * n
-
-            blk_n = min(widths, key=lambda n: (cost(n), -n))
-            out.append(v(swap_ab=True, wg_m=wg_m, consumers=2, blk_n=blk_n, split_k=1))
-        return out
+        return [v(swap_ab=True, wg_m=wg_m, consumers=2, split_k=1,
+                  blk_n=_fewest_waves_x_width(problem, 2 * wg_m, widths, swap=True))
+                for wg_m, widths in ((128, range(128, 193, 16)), (64, range(128, 257, 16)))]
 
     def _narrow_family(self, problem: Problem) -> list[Config]:
         """The few-tile rule's config and its neighbours (the best of the H100 sweep over
