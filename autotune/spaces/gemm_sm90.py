@@ -11,10 +11,11 @@ Legality rules (checked before anything compiles; `violations` names each broken
   128 registers, so <= 96); the consumer's whole set fits what setmaxnreg gives it: <= 192
   with one consumer (240 registers) or two (232); <= 64 for two m64 atoms with the register
   epilogue (measured: more spills);
-- wgmma: BLK_N in [16, 384], a multiple of 16 (wgmma takes 8; the accumulator fences,
-  epilogue chunks and 2x1 multicast halves take 16-column groups); past 256 (wgmma's widest N
-  and a TMA box's most rows) a consumer issues two wgmmas of BLK_N/2 per m64 atom and the
-  operand loads in two boxes (cuBLAS's 128x304 tiles at 5966x1600x6400, H100);
+- wgmma: BLK_N in [16, 384], a multiple of 8 (wgmma's N step: cuBLAS's tiles cover M with
+  216, 248, 152 or 88 columns where multiples of 16 pad it 3.8-10%, H200,
+  studies/2026-11-29-h200-gemm-s35/medium); past 256 (wgmma's widest N and a TMA box's most
+  rows) a multiple of 16: a consumer issues two wgmmas of BLK_N/2 per m64 atom and the operand
+  loads in two boxes (cuBLAS's 128x304 tiles at 5966x1600x6400, H100);
   BLK_K a multiple of 64 (one 128-byte swizzle row per 64 elements);
 - swap-AB (the weights on the 64-row wgmma side, M on the fine-grained wgmma N, as cuBLAS's
   kernels run at every shape) at any M, with either epilogue: the TMA-store one stages D^T's
@@ -67,6 +68,7 @@ from pathlib import Path
 from kernels.gemm._sm90_config import (
     CO_RESIDENT_CLUSTERS,
     H100_SMS,
+    MAX_WGMMA_N,
     SMEM_LIMIT,
     SWIZZLE_ATOM_ROWS,
     GemmConfig,
@@ -115,7 +117,7 @@ CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 KNOBS: dict[str, tuple] = {
     "wg_m": (64, 128),
     "consumers": (1, 2, 3),
-    "blk_n": tuple(range(16, MAX_BLK_N + 1, 16)),
+    "blk_n": tuple(range(16, MAX_WGMMA_N, 8)) + tuple(range(MAX_WGMMA_N, MAX_BLK_N + 1, 16)),
     "blk_k": (64, 128),
     "stages": (2, 3, 4, 5, 6, 7, 8, 10, 12, 16),
     "cluster": tuple(CLUSTERS),
@@ -394,10 +396,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             out.append(f"{acc} accumulators in two m64 atoms per thread with the register "
                        f"epilogue > {MAX_ACC_REGS_TWO_ATOM_REG_EPILOGUE} under the 168-register "
                        "cap of 384 threads: would spill (its per-atom store addressing)")
-        if not (16 <= cfg.blk_n <= MAX_BLK_N and cfg.blk_n % 16 == 0):
-            # wgmma takes multiples of 8; the template's accumulator fences and epilogue
-            # chunks (and a 2x1 cluster's multicast halves) take whole 16-column groups
-            out.append(f"BLK_N={cfg.blk_n} outside [16, {MAX_BLK_N}] or not a multiple of 16")
+        step = 8 if cfg.blk_n <= MAX_WGMMA_N else 16  # past 256: two wgmmas of a multiple of 8
+        if not (16 <= cfg.blk_n <= MAX_BLK_N and cfg.blk_n % step == 0):
+            out.append(f"BLK_N={cfg.blk_n} outside [16, {MAX_BLK_N}] or not a multiple of "
+                       f"{step}{' (two wgmmas of BLK_N/2 past 256)' if step == 16 else ''}")
         if cfg.split_k > 1:
             out += self._split_k_violations(cfg, problem)
         if cfg.stream_k:

@@ -48,10 +48,10 @@ class GemmConfig:
     # epilogue runs while the other's wgmmas do. Cooperative (False): both consumers share
     # each tile, and the tensor cores idle through every epilogue.
     pingpong: bool = False
-    # TMA-store epilogue chunks where BLK_N is an odd multiple of 16 (epilogue_chunk): "overlap"
-    # stores 64- or 32-column chunks, the last overlapping the one before it; "narrow" stores
-    # 16-column ones (4x the stores and barriers, a quarter of the staging: more room for the
-    # ring; the kernels stored before session 30). Either way for every other BLK_N.
+    # TMA-store epilogue chunks where no 64- or 32-column chunk tiles BLK_N (epilogue_chunk):
+    # "overlap" stores 64- or 32-column chunks, the last overlapping the one before it; "narrow"
+    # stores 16-column ones (4x the stores and barriers, a quarter of the staging: more room
+    # for the ring; the kernels stored before session 30). Either way for every other BLK_N.
     epi_tail: str = "overlap"
 
     @property
@@ -92,10 +92,11 @@ def smem_bytes(cfg: GemmConfig) -> int:
 def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     """TMA-store epilogue: (columns per chunk, staging buffers per consumer). A chunk is one
     swizzle row (64 or 32 elements: the widest that tiles BLK_N, for conflict-free writes).
-    A BLK_N past 32 that neither tiles (an odd multiple of 16) takes 64-column chunks where
-    they fit beside the ring, else 32-column ones, the last chunk overlapping the one before it
-    (epilogue_starts; epi_tail "overlap"), or 16-column ones ("narrow", or where neither fits
-    beside the ring: the legal configs are those of before the knob): those made 4x the
+    A BLK_N past 32 that neither tiles (an odd multiple of 16, or of 8) takes 64-column chunks
+    where they fit beside the ring, else 32-column ones, the last chunk overlapping the one
+    before it (epilogue_starts; epi_tail "overlap"), or 16-column ones ("narrow", or where
+    neither fits beside the ring: the legal configs are those of before the knob; the last
+    overlapping where BLK_N is an odd multiple of 8): 16-column chunks made 4x the
     stores and barriers (H100: 240 ran 2.3x slower than 256; with overlapping chunks 0.98x,
     H200, studies/2026-11-29-h200-gemm-s32/epilogue/). Two buffers let a chunk's store
     overlap the next chunk's shared-memory writes. 256-row tiles (two 128-row consumers) take
@@ -136,7 +137,8 @@ def epilogue_bytes(cfg: GemmConfig) -> int:
 
 def wgmma_n(blk_n: int) -> int:
     """Columns of one wgmma: BLK_N in equal parts of at most 256 (wgmma's widest N, and a
-    TMA box's most rows), each a multiple of 8 (wgmma's N step) for BLK_N a multiple of 16."""
+    TMA box's most rows), each a multiple of 8 (wgmma's N step): BLK_N a multiple of 8 up to
+    256, of 16 past it."""
     parts = -(-blk_n // MAX_WGMMA_N)
     assert blk_n % (8 * parts) == 0, f"BLK_N={blk_n} does not split into {parts} wgmma N"
     return blk_n // parts
