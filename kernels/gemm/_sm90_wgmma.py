@@ -34,29 +34,23 @@ def wgmma_ss(dtype: str, n: int, acc, acc_base: int, a_desc, b_desc, scale_d):
     return op(*regs, a_desc, b_desc, scale_d, 1, 1, 0, 0)
 
 
-def _fence_source(n: int) -> str:
-    return (f"__device__ __forceinline__ void acc_fence{n}("
-            + ", ".join(f"float& r{i}" for i in range(n))
-            + ") { asm volatile(\"\" : "
-            + ", ".join(f'\"+f\"(r{i})' for i in range(n))
-            + ' :: \"memory\"); }')
-
-
-# eight registers a call; four for the last of a BLK_N that is an odd multiple of 8 (an m64nN
-# fragment holds N/2 of them per thread)
-_FENCES = {n: _fence_source(n) for n in (8, 4)}
+_FENCE_N = 8
+_FENCE_SRC = (
+    "__device__ __forceinline__ void acc_fence8("
+    + ", ".join(f"float& r{i}" for i in range(_FENCE_N))
+    + ") { asm volatile(\"\" : "
+    + ", ".join(f'\"+f\"(r{i})' for i in range(_FENCE_N))
+    + ' :: \"memory\"); }'
+)
 
 
 def fence_accumulators(acc, count: int):
     """Tie the accumulator registers to program order around async wgmma (an empty asm that
     reads and writes them), so the compiler cannot move their reads past a wait_group."""
-    assert count % 4 == 0
-    base = 0
-    for n in (8, 4):
-        while count - base >= n:
-            regs = [acc[base + i] for i in range(n)]
-            T.evaluate(T.cuda.func_call(f"acc_fence{n}", *regs, source_code=_FENCES[n]))
-            base += n
+    assert count % _FENCE_N == 0
+    for base in range(0, count, _FENCE_N):
+        regs = [acc[base + i] for i in range(_FENCE_N)]
+        T.evaluate(T.cuda.func_call("acc_fence8", *regs, source_code=_FENCE_SRC))
 
 
 def acc_coords(i: int, warp, lane):
