@@ -62,10 +62,10 @@ from ._sm90_wgmma import (
     wgmma_ss,
 )
 
-PRODUCER_REGS = 40
 _FENCE4_SRC = ('__device__ __forceinline__ void acc_fence4(float& r0, float& r1, float& r2, '
                'float& r3) { asm volatile("" : "+f"(r0), "+f"(r1), "+f"(r2), "+f"(r3) :: '
                '"memory"); }')
+PRODUCER_REGS = 40
 # setmaxnreg budgets: (producer + consumers) x 128 threads x regs <= 65536
 CONSUMER_REGS = {1: 240, 2: 232, 3: 152}
 
