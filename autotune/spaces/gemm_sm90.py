@@ -301,6 +301,24 @@ FITTED_FOURS_MAX_M = 320
 # them (0.92-1.00x at 8 shapes, .../s30/k128).
 FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 
+# cuBLAS's layout where M is medium or its tiles are few (nvjet TNT on the H100 and H200, every
+# studies/**/cublas_kernels.json): swapped, the weights on 64, 128 or 192 rows, BLK_N covering
+# M in t equal columns rounded up to 8 (128x216 at 642x11264x2816, 64x144 at 550x2080x6144),
+# the deepest ring. Where such tiles fit one wave, cuBLAS's tile is the one of least area (then
+# fewest rows loaded, R + BLK_N) at 73 of the 116 shapes whose cuBLAS ran <= 132 tiles of those
+# heights, second at most of the rest (192xBLK_N under 64 taken before 128xBLK_N); beyond one
+# wave the cost model's first such tile was cuBLAS's at 21 of 73 shapes, 257 <= M <= 1024
+# (studies/2026-11-29-h200-gemm-s35/covering). Ours in those tiles, held busy on an H200 at
+# seven seen shapes, 1.06-1.24x the default (0.94-0.98x cuBLAS), the 8-granular width over the
+# 16-granular 1.02-1.04x (.../s35/eight). Seeds ahead of the model's ranking (its stage and
+# one-wave blind spots put them past an 8-trial study's slots), not a rule yet. Above 2 x 128 of
+# M only: below it the swapped fours (FITTED_FOURS_MAX_M) and the skinny seeds are cuBLAS's
+# layouts already. Pairs beyond one wave only up to 1024 of M (LARGE_CLUSTER above it).
+VENDOR_ROWS = {64: dict(wg_m=64, consumers=1), 128: dict(wg_m=64, consumers=2),
+               192: dict(wg_m=64, consumers=3), 256: dict(wg_m=128, consumers=2)}
+VENDOR_MIN_M = 2 * SKINNY_M + 1
+VENDOR_PAIRS_MAX_M = 1024
+
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
 SUITE = tuple(f"{s}x{s}x{s}" for s in (2048, 4096, 8192)) + tuple(
@@ -353,6 +371,12 @@ def _fewest_waves_x_width(problem: Problem, blk_m: int, widths, swap: bool = Fal
     """The width of `widths` with the fewest waves x BLK_N, the widest on a tie."""
     return min(widths, key=lambda n: (_waves_x_width(problem, blk_m, n, swap), -n))
 
+
+
+def _covering_widths(m: int) -> list[int]:
+    """BLK_N of t equal columns over M, t = 1, 2, ..., each rounded up to 8 (16 to 256)."""
+    columns = {-(-m // t) for t in range(1, m // 8 + 2)}
+    return sorted({8 * -(-c // 8) for c in columns if 16 <= 8 * -(-c // 8) <= 256})
 
 def _last_wave_fill(tiles: int, sms: int = H100_SMS) -> float:
     """Fraction of the SM slots the tiles occupy over their waves (1.0: no idle SMs)."""
@@ -871,11 +895,52 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if M <= FITTED_FOURS_MAX_M and (fitted := self._fitted_fours(problem)):
             tries.append(fitted)
         tries.append(v(l2_evict="normal" if base["l2_evict"] == "first" else "first"))
+        tries += self._vendor_layouts(problem)
         out = []
         for c in tries:
             if c != base and c not in out and not self.violations(c, problem):
                 out.append(c)
         return out
+
+    def ranked_seed_configs(self, problem: Problem) -> list[Config]:
+        """cuBLAS's layouts first (VENDOR_ROWS), then the other seeds by the cost model."""
+        vendor = self._vendor_layouts(problem)
+        return vendor + [c for c in super().ranked_seed_configs(problem) if c not in vendor]
+
+    def _vendor_layouts(self, problem: Problem) -> list[Config]:
+        """Swapped tiles covering M as cuBLAS's do (VENDOR_ROWS), at M >= VENDOR_MIN_M: where
+        some fit one wave, the two of least area (then fewest rows loaded) in 1x2 pairs, and
+        the first alone; else the cost model's first of them, alone (and in a 1x2 pair up to
+        VENDOR_PAIRS_MAX_M)."""
+        M, N = problem["M"], problem["N"]
+        if M < VENDOR_MIN_M:
+            return []
+        base = self.default_config(problem)
+
+        def tile(rows: int, width: int, cluster: str = "1x1") -> Config:
+            return self._deepest(problem, {
+                **base, **VENDOR_ROWS[rows], "swap_ab": True, "blk_n": width, "blk_k": 64,
+                "split_k": 1, "epilogue": "tma", "cluster": cluster, "multicast": 2,
+                "stream_k": False, "schedule": "cooperative"})
+
+        widths = _covering_widths(M)
+        one_wave = sorted((rows * w, rows + w, rows, w) for rows in (64, 128, 192) for w in widths
+                          if -(-N // rows) * -(-M // w) <= H100_SMS)
+        picks = [(rows, w) for *_, rows, w in one_wave
+                 if not self.violations(tile(rows, w), problem)][:2]
+        if picks:
+            configs = [tile(*picks[0], "1x2"), tile(*picks[0])]
+            configs += [tile(*pick, "1x2") for pick in picks[1:]]
+        else:
+            legal = [c for c in (tile(rows, w) for rows in VENDOR_ROWS for w in widths)
+                     if not self.violations(c, problem)]
+            if not legal:
+                return []
+            first = min(legal, key=lambda c: self.estimate_ms(c, problem))
+            configs = [first]
+            if M <= VENDOR_PAIRS_MAX_M:
+                configs.append(self._deepest(problem, {**first, "cluster": "1x2"}))
+        return self.legal_variants(problem, base, configs)
 
     @staticmethod
     def _wide_tiles(problem: Problem, v) -> list[Config]:

@@ -1,0 +1,67 @@
+"""The cuBLAS-layout seeds of the Hopper GEMM space (_vendor_layouts): swapped tiles whose
+BLK_N covers M in equal 8-granular columns, put ahead of the cost model's ranking so that an
+8-trial study runs them. The expected tiles are cuBLAS's own (nvjet, H200, held busy in
+studies/2026-11-29-h200-gemm-s35/eight/held/cublas_kernels.json)."""
+
+import pytest
+
+from autotune.spaces.gemm_sm90 import GemmSm90Space, _covering_widths
+
+SPACE = GemmSm90Space()
+
+
+def _rows(config):
+    return config["wg_m"] * config["consumers"]
+
+
+def test_covering_widths_are_equal_columns_over_m_rounded_to_8():
+    widths = _covering_widths(642)
+    assert widths[-3:] == [136, 168, 216]  # 642 in 5, 4 and 3 columns
+    assert all(w % 8 == 0 and 16 <= w <= 256 for w in widths)
+    assert _covering_widths(740)[-1] == 248 and _covering_widths(5) == []
+
+
+@pytest.mark.parametrize("shape, rows, blk_n", [
+    ("347x3968x15872", 128, 88),    # 124 tiles
+    ("571x2816x11264", 128, 96),    # 132 tiles
+    ("550x2080x6144", 64, 144),     # 132 tiles: least area, where 128x80 is one wave too
+])
+def test_one_wave_shapes_lead_with_cublas_tile_in_a_pair_then_alone(shape, rows, blk_n):
+    problem = SPACE.parse_problem(shape)
+    ranked = SPACE.ranked_seed_configs(problem)
+    first, alone = ranked[0], ranked[1]
+    assert first["swap_ab"] and (_rows(first), first["blk_n"]) == (rows, blk_n)
+    assert first["cluster"] == "1x2" and {**alone, "cluster": "1x2"} == first
+    # the deepest ring that fits: cuBLAS runs 7-8 stages there
+    assert SPACE.violations({**alone, "stages": alone["stages"] + 1}, problem) or \
+        alone["stages"] == max(SPACE.knob_values(problem)["stages"])
+    assert alone["stages"] >= 7
+
+
+@pytest.mark.parametrize("shape, rows, blk_n", [
+    ("642x11264x2816", 128, 216),   # two waves of 88 x 3
+    ("583x49152x8192", 256, 152),   # six waves of 192 x 4
+])
+def test_beyond_one_wave_the_models_first_covering_tile_leads(shape, rows, blk_n):
+    problem = SPACE.parse_problem(shape)
+    ranked = SPACE.ranked_seed_configs(problem)
+    assert (_rows(ranked[0]), ranked[0]["blk_n"], ranked[0]["cluster"]) == (rows, blk_n, "1x1")
+    assert ranked[1] == SPACE._deepest(problem, {**ranked[0], "cluster": "1x2"})
+
+
+def test_large_m_takes_no_pair_and_skinny_m_no_vendor_seed():
+    large = SPACE.parse_problem("3355x17024x4256")
+    assert [c["cluster"] for c in SPACE._vendor_layouts(large)] == ["1x1"]
+    assert SPACE._vendor_layouts(SPACE.parse_problem("200x2048x5632")) == []
+
+
+@pytest.mark.parametrize("shape", ["347x3968x15872", "642x11264x2816", "3355x17024x4256",
+                                   "1000x1000x1000"])
+def test_vendor_seeds_are_legal_distinct_seeds_of_the_shape(shape):
+    problem = SPACE.parse_problem(shape)
+    vendor = SPACE._vendor_layouts(problem)
+    seeds = SPACE.seed_configs(problem)
+    assert all(c in seeds and not SPACE.violations(c, problem) for c in vendor)
+    assert SPACE.default_config(problem) not in vendor and len(set(map(str, vendor))) == len(vendor)
+    ranked = SPACE.ranked_seed_configs(problem)
+    assert ranked[:len(vendor)] == vendor and sorted(map(str, ranked)) == sorted(map(str, seeds))
