@@ -41,18 +41,20 @@ def test_one_wave_shapes_lead_with_cublas_tile_in_a_pair_then_alone(shape, rows,
 @pytest.mark.parametrize("shape, rows, blk_n", [
     ("642x11264x2816", 128, 216),   # two waves of 88 x 3
     ("583x49152x8192", 256, 152),   # six waves of 192 x 4
+    ("3355x17024x4256", 256, 160),
 ])
-def test_beyond_one_wave_the_models_first_covering_tile_leads(shape, rows, blk_n):
+def test_beyond_one_wave_the_models_first_covering_tile_leads_alone(shape, rows, blk_n):
     problem = SPACE.parse_problem(shape)
-    ranked = SPACE.ranked_seed_configs(problem)
-    assert (_rows(ranked[0]), ranked[0]["blk_n"], ranked[0]["cluster"]) == (rows, blk_n, "1x1")
-    assert ranked[1] == SPACE._deepest(problem, {**ranked[0], "cluster": "1x2"})
+    vendor = SPACE._vendor_layouts(problem)
+    assert [(_rows(c), c["blk_n"], c["cluster"]) for c in vendor] == [(rows, blk_n, "1x1")]
+    assert SPACE.ranked_seed_configs(problem)[0] == vendor[0]
 
 
-def test_large_m_takes_no_pair_and_skinny_m_no_vendor_seed():
-    large = SPACE.parse_problem("3355x17024x4256")
-    assert [c["cluster"] for c in SPACE._vendor_layouts(large)] == ["1x1"]
-    assert SPACE._vendor_layouts(SPACE.parse_problem("200x2048x5632")) == []
+def test_from_m_129_on():
+    # cuBLAS ran 64x136 in one wave (100 tiles) at 133x6400x2560 (H100 and H200); none at 128
+    assert SPACE._vendor_layouts(SPACE.parse_problem("128x4096x4096")) == []
+    first = SPACE._vendor_layouts(SPACE.parse_problem("133x6400x2560"))[0]
+    assert (_rows(first), first["blk_n"], first["cluster"]) == (64, 136, "1x2")  # cuBLAS's
 
 
 @pytest.mark.parametrize("shape", ["347x3968x15872", "642x11264x2816", "3355x17024x4256",

@@ -306,18 +306,18 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 # M in t equal columns rounded up to 8 (128x216 at 642x11264x2816, 64x144 at 550x2080x6144),
 # the deepest ring. Where such tiles fit one wave, cuBLAS's tile is the one of least area (then
 # fewest rows loaded, R + BLK_N) at 73 of the 116 shapes whose cuBLAS ran <= 132 tiles of those
-# heights, second at most of the rest (192xBLK_N under 64 taken before 128xBLK_N); beyond one
-# wave the cost model's first such tile was cuBLAS's at 21 of 73 shapes, 257 <= M <= 1024
+# heights (35 of 59 at 128 < M <= 256), second at most of the rest; beyond one wave the cost
+# model's first such tile was cuBLAS's at 21 of 73 shapes, 257 <= M <= 1024
 # (studies/2026-11-29-h200-gemm-s35/covering). Ours in those tiles, held busy on an H200 at
 # seven seen shapes, 1.06-1.24x the default (0.94-0.98x cuBLAS), the 8-granular width over the
-# 16-granular 1.02-1.04x (.../s35/eight). Seeds ahead of the model's ranking (its stage and
-# one-wave blind spots put them past an 8-trial study's slots), not a rule yet. Above 2 x 128 of
-# M only: below it the swapped fours (FITTED_FOURS_MAX_M) and the skinny seeds are cuBLAS's
-# layouts already. Pairs beyond one wave only up to 1024 of M (LARGE_CLUSTER above it).
+# 16-granular 1.02-1.04x, a 1x2 pair over the lone one-wave tile at 3 of 4 (1.04, 1.17, 0.99x;
+# studies/2026-11-29-h200-gemm-s37/eight). Seeds put ahead of the cost model's ranking (its
+# stage and one-wave blind spots put them past an 8-trial study's slots), not a rule. Beyond
+# one wave alone: on list s37's studies the covering tile in a 1x2 pair ran 0.65, 0.84, 0.90 and
+# 1.05x the default (.../s37/study). From M = 129: at and below 128 the skinny seeds cover M.
 VENDOR_ROWS = {64: dict(wg_m=64, consumers=1), 128: dict(wg_m=64, consumers=2),
                192: dict(wg_m=64, consumers=3), 256: dict(wg_m=128, consumers=2)}
-VENDOR_MIN_M = 2 * SKINNY_M + 1
-VENDOR_PAIRS_MAX_M = 1024
+VENDOR_MIN_M = SKINNY_M + 1
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -910,8 +910,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
     def _vendor_layouts(self, problem: Problem) -> list[Config]:
         """Swapped tiles covering M as cuBLAS's do (VENDOR_ROWS), at M >= VENDOR_MIN_M: where
         some fit one wave, the two of least area (then fewest rows loaded) in 1x2 pairs, and
-        the first alone; else the cost model's first of them, alone (and in a 1x2 pair up to
-        VENDOR_PAIRS_MAX_M)."""
+        the first alone; else the cost model's first of them, alone."""
         M, N = problem["M"], problem["N"]
         if M < VENDOR_MIN_M:
             return []
@@ -938,8 +937,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                 return []
             first = min(legal, key=lambda c: self.estimate_ms(c, problem))
             configs = [first]
-            if M <= VENDOR_PAIRS_MAX_M:
-                configs.append(self._deepest(problem, {**first, "cluster": "1x2"}))
         return self.legal_variants(problem, base, configs)
 
     @staticmethod
