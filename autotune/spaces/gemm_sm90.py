@@ -305,9 +305,9 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 # studies/**/cublas_kernels.json): swapped, the weights on 64, 128 or 192 rows, BLK_N covering
 # M in t equal columns rounded up to 8 (128x216 at 642x11264x2816, 64x144 at 550x2080x6144),
 # the deepest ring. Where such tiles fit one wave, cuBLAS's tile is the one of least area (then
-# fewest rows loaded, R + BLK_N) at 73 of the 116 shapes whose cuBLAS ran <= 132 tiles of those
-# heights (35 of 59 at 128 < M <= 256), second at most of the rest; beyond one wave the cost
-# model's first such tile was cuBLAS's at 21 of 73 shapes, 257 <= M <= 1024
+# fewest rows loaded, R + BLK_N) at 73 of the 115 shapes whose cuBLAS ran <= 132 tiles of those
+# heights (23 of 34 at 128 < M <= 256; studies/2026-11-29-h200-gemm-s37/onewave.py); beyond one
+# wave the cost model's first such tile was cuBLAS's at 21 of 73 shapes, 257 <= M <= 1024
 # (studies/2026-11-29-h200-gemm-s35/covering). Ours in those tiles, held busy on an H200 at
 # seven seen shapes, 1.06-1.24x the default (0.94-0.98x cuBLAS), the 8-granular width over the
 # 16-granular 1.02-1.04x, a 1x2 pair over the lone one-wave tile at 3 of 4 (1.04, 1.17, 0.99x;
