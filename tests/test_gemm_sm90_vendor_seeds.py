@@ -38,23 +38,39 @@ def test_one_wave_shapes_lead_with_cublas_tile_in_a_pair_then_alone(shape, rows,
     assert alone["stages"] >= 7
 
 
-@pytest.mark.parametrize("shape, rows, blk_n", [
-    ("642x11264x2816", 128, 216),   # two waves of 88 x 3
-    ("583x49152x8192", 256, 152),   # six waves of 192 x 4
-    ("3355x17024x4256", 256, 160),
+@pytest.mark.parametrize("shape, rows, blk_n, clusters", [
+    ("642x11264x2816", 128, 216, ["1x1"]),          # two waves of 88 x 3 (odd: no pair)
+    ("583x49152x8192", 256, 152, ["1x2", "1x1"]),   # six waves of 192 x 4: cuBLAS's 1x2
+    ("3355x17024x4256", 256, 160, ["1x1"]),         # M > 1024: alone (LARGE_CLUSTER)
 ])
-def test_beyond_one_wave_the_models_first_covering_tile_leads_alone(shape, rows, blk_n):
+def test_beyond_one_wave_the_models_first_covering_tile_leads(shape, rows, blk_n, clusters):
     problem = SPACE.parse_problem(shape)
     vendor = SPACE._vendor_layouts(problem)
-    assert [(_rows(c), c["blk_n"], c["cluster"]) for c in vendor] == [(rows, blk_n, "1x1")]
-    assert SPACE.ranked_seed_configs(problem)[0] == vendor[0]
+    assert [(_rows(c), c["blk_n"], c["cluster"]) for c in vendor] == \
+        [(rows, blk_n, cluster) for cluster in clusters]
+    assert SPACE.ranked_seed_configs(problem)[:len(vendor)] == vendor
+
+
+@pytest.mark.parametrize("shape", ["459x2880x2880", "152x7168x16384", "489x10928x4096",
+                                   "925x19200x4800", "185x10240x6144", "347x3968x15872"])
+def test_pairs_only_over_an_even_number_of_columns_along_m(shape):
+    # over 1, 3 or 5 columns a pair's last CTA has no tile: 0.41-0.90x the default, held busy
+    problem = SPACE.parse_problem(shape)
+    vendor = SPACE._vendor_layouts(problem)
+    assert vendor
+    for c in vendor:
+        columns = -(-problem["M"] // c["blk_n"])
+        assert c["cluster"] == "1x1" or columns % 2 == 0, (c["blk_n"], columns)
+    first = vendor[0]  # the first pick runs alone too, paired or not
+    assert {**first, "cluster": "1x1"} in vendor or first["cluster"] == "1x1"
 
 
 def test_from_m_129_on():
     # cuBLAS ran 64x136 in one wave (100 tiles) at 133x6400x2560 (H100 and H200); none at 128
     assert SPACE._vendor_layouts(SPACE.parse_problem("128x4096x4096")) == []
     first = SPACE._vendor_layouts(SPACE.parse_problem("133x6400x2560"))[0]
-    assert (_rows(first), first["blk_n"], first["cluster"]) == (64, 136, "1x2")  # cuBLAS's
+    # cuBLAS's tile, alone: one column along M has no partner for a pair
+    assert (_rows(first), first["blk_n"], first["cluster"]) == (64, 136, "1x1")
 
 
 @pytest.mark.parametrize("shape", ["347x3968x15872", "642x11264x2816", "3355x17024x4256",

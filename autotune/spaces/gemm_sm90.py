@@ -312,9 +312,13 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 # seven seen shapes, 1.06-1.24x the default (0.94-0.98x cuBLAS), the 8-granular width over the
 # 16-granular 1.02-1.04x, a 1x2 pair over the lone one-wave tile at 3 of 4 (1.04, 1.17, 0.99x;
 # studies/2026-11-29-h200-gemm-s37/eight). Seeds put ahead of the cost model's ranking (its
-# stage and one-wave blind spots put them past an 8-trial study's slots), not a rule. Beyond
-# one wave alone: on list s37's studies the covering tile in a 1x2 pair ran 0.65, 0.84, 0.90 and
-# 1.05x the default (.../s37/study). From M = 129: at and below 128 the skinny seeds cover M.
+# stage and one-wave blind spots put them past an 8-trial study's slots), not a rule. A 1x2
+# pair only over an even number of tile columns along M: over an odd one the last pair's second
+# CTA has no tile and its partner waits on it. Pairs over 1, 3 or 5 columns ran 0.41, 0.43,
+# 0.65, 0.69, 0.84 and 0.90x the default (SM clock at 1980 MHz: the GPU idle), over 2, 4 or 6
+# 0.99-1.17x the tile alone (.../s37/study, judge38, gap; .../s35 via s37/eight). Pairs beyond
+# one wave up to VENDOR_PAIRS_MAX_M (LARGE_CLUSTER above). From M = 129: at and below 128 the
+# skinny seeds cover M.
 # Judged on list s38 (9 unseen shapes, 128 < M <= 1024, held busy on an H200; .../s37/judge38):
 # the first of them 0.93-1.27x the default, 1.02x geomean; the best of them faster than the
 # default at 4 of 9 (1.27, 1.15, 1.10, 1.01x), where a study takes it. One-wave pairs there
@@ -322,6 +326,7 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 VENDOR_ROWS = {64: dict(wg_m=64, consumers=1), 128: dict(wg_m=64, consumers=2),
                192: dict(wg_m=64, consumers=3), 256: dict(wg_m=128, consumers=2)}
 VENDOR_MIN_M = SKINNY_M + 1
+VENDOR_PAIRS_MAX_M = 1024
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -913,8 +918,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     def _vendor_layouts(self, problem: Problem) -> list[Config]:
         """Swapped tiles covering M as cuBLAS's do (VENDOR_ROWS), at M >= VENDOR_MIN_M: where
-        some fit one wave, the two of least area (then fewest rows loaded) in 1x2 pairs, and
-        the first alone; else the cost model's first of them, alone."""
+        some fit one wave, the two of least area (then fewest rows loaded); else the cost
+        model's first of them. Each in a 1x2 pair where its columns along M pair up (beyond
+        one wave up to VENDOR_PAIRS_MAX_M), the first also alone, the second alone if unpaired."""
         M, N = problem["M"], problem["N"]
         if M < VENDOR_MIN_M:
             return []
@@ -931,16 +937,19 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
                           if -(-N // rows) * -(-M // w) <= H100_SMS)
         picks = [(rows, w) for *_, rows, w in one_wave
                  if not self.violations(tile(rows, w), problem)][:2]
-        if picks:
-            configs = [tile(*picks[0], "1x2"), tile(*picks[0])]
-            configs += [tile(*pick, "1x2") for pick in picks[1:]]
-        else:
+        beyond = not picks
+        if beyond:
             legal = [c for c in (tile(rows, w) for rows in VENDOR_ROWS for w in widths)
                      if not self.violations(c, problem)]
             if not legal:
                 return []
             first = min(legal, key=lambda c: self.estimate_ms(c, problem))
-            configs = [first]
+            picks = [(first["wg_m"] * first["consumers"], first["blk_n"])]
+        configs = []
+        for i, (rows, w) in enumerate(picks):
+            paired = -(-M // w) % 2 == 0 and (not beyond or M <= VENDOR_PAIRS_MAX_M)
+            configs += [tile(rows, w, "1x2")] if paired else []
+            configs += [tile(rows, w)] if i == 0 or not paired else []
         return self.legal_variants(problem, base, configs)
 
     @staticmethod
