@@ -297,7 +297,9 @@ def test_medium_seeds_pair_two_swapped_tiles_over_all_of_m(shape):
     M = problem["M"]
     paired = [c for c in SPACE.seed_configs(problem) if c["swap_ab"] and c["cluster"] == "1x2"
               and c["blk_n"] < M <= 2 * c["blk_n"] < M + 32]
-    assert len(paired) == 1, SPACE.seed_configs(problem)
+    # the medium rule's pair (reg epilogue), and where M's two columns fit one wave the
+    # cuBLAS-layout seed's (TMA store; _vendor_layouts)
+    assert 1 <= len(paired) <= 2 and len({c["epilogue"] for c in paired}) == len(paired), paired
 
 
 def test_large_seeds_include_swapped_192_row_tiles():

@@ -65,7 +65,12 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     """Predicted time (ms) of the template with `cfg` on D[M, N] = A[M, K] @ B[N, K]^T."""
     g = geometry(M, N, K, cfg)
     rows, cols = g.rows, g.cols
-    tiles = math.ceil(rows / cfg.blk_m) * math.ceil(cols / cfg.blk_n)
+    # A cluster's CTAs launch together: where its tiles along a pair's axis are odd, the last
+    # pair's second CTA has none and its SM idles (pairs over 1, 3 or 5 tile columns ran
+    # 0.41-0.90x the default on an H200, studies/2026-11-29-h200-gemm-s37/). Counting them,
+    # the model orders the recorded studies' trial pairs right at 71.4% (H100, 264 studies;
+    # 66.6% without) and 71.4% (H200, 56; 70.7%): .../2026-11-29-h200-gemm-s37/model_order.py.
+    tiles = g.total * cfg.multicast_size
     units = tiles * cfg.split_k
     k_iters = math.ceil(math.ceil(K / cfg.split_k) / cfg.blk_k)
 

@@ -1,0 +1,68 @@
+"""How well gemm_sm90's cost model orders what the committed GEMM studies measured: per device,
+the share of a study's trial pairs (times > 3% apart, the protocol's noise) the model orders
+right, and the time of the trial it ranks first over the study's best (geomean). CPU only.
+
+    python studies/2026-11-29-h200-gemm-s37/model_order.py      # from the repository root
+
+Session 33 ran it before and after the model counted a cluster's CTAs that have no tile
+(autotune/spaces/gemm_sm90_model.py); model_order.txt holds both outputs."""
+
+import glob
+import itertools
+import re
+
+import numpy as np
+import pandas as pd
+
+from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+SPACE = GemmSm90Space()
+INTS = ("wg_m", "consumers", "blk_n", "blk_k", "stages", "group", "split_k", "multicast")
+BOOLS = ("persistent", "swap_ab", "stream_k")
+TEXT = ("cluster", "raster", "epilogue", "l2_evict", "schedule", "epi_tail")
+NOISE = 0.03
+
+
+def config(row) -> dict:
+    """The trial's knobs; those recorded before a knob existed take the space's default."""
+    out = {}
+    for k in INTS + BOOLS + TEXT:
+        v = row.get(f"params_{k}")
+        if v is None or v != v:
+            continue
+        out[k] = int(v) if k in INTS else str(v) == "True" if k in BOOLS else v
+    return out
+
+
+def studies(device: str) -> list:
+    out = []
+    for path in sorted(glob.glob(f"studies/*{device}-gemm*/**/*trials*.csv", recursive=True)):
+        frame = pd.read_csv(path)
+        frame = frame[(frame.state == "COMPLETE")
+                      & frame.study.astype(str).str.startswith("gemm_sm90")]
+        for name, trials in frame.groupby("study"):
+            m, n, k = re.search(r"M=(\d+),N=(\d+),K=(\d+)", name).groups()
+            problem = SPACE.parse_problem(f"{m}x{n}x{k}")
+            out.append((problem, [(config(r), r.value) for _, r in trials.iterrows()]))
+    return out
+
+
+def score(part) -> tuple[float, int, float]:
+    right = scored = 0
+    picks = []
+    for problem, trials in part:
+        est = [SPACE.estimate_ms(c, problem) for c, _ in trials]
+        for (e1, (_, t1)), (e2, (_, t2)) in itertools.combinations(zip(est, trials), 2):
+            if abs(t1 / t2 - 1) > NOISE:
+                scored += 1
+                right += (e1 < e2) == (t1 < t2)
+        picks.append(min(t for _, t in trials) / trials[int(np.argmin(est))][1])
+    return right / scored, scored, float(np.exp(np.mean(np.log(picks))))
+
+
+if __name__ == "__main__":
+    for device in ("h100", "h200"):
+        part = studies(device)
+        order, scored, pick = score(part)
+        print(f"{device}: {len(part)} studies, {scored} trial pairs: ordered right {order:.3f}, "
+              f"the model's first pick {pick:.3f}x the study's best")
