@@ -53,6 +53,13 @@ STREAM_K_SLOWDOWN = 1.2
 # cuBLAS's swapped fours (raster 'm') orders 0.714 right but ranks a slower config first
 # (0.971 of the best, against 0.977): no better (studies/2026-11-29-cpu-gemm-model-fours/).
 PAIR_SLOWDOWN = 1.6
+# Split-K the terms above rank 1.18x (H100) and 1.17x (H200) too fast beside their view of
+# unsplit configs (model over measured speed-up against each study's default, split 2 over
+# split 1, geomeans over every committed study). Ranked behind by the factor: the studies' trial pairs
+# ordered right 0.714 -> 0.733 (H100 sessions <= 12), 0.714 -> 0.727 (H100 13-23), 0.714 ->
+# 0.724 (H200), flat over 1.1-1.3; the top-ranked trial unchanged (studies/
+# 2026-11-29-h200-gemm-s37/model_order.txt).
+SPLIT_SLOWDOWN = 1.15
 
 
 def _wgmma_efficiency(n: int) -> float:
@@ -102,4 +109,5 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
 
     floor_s = (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S
     return (max(waves * unit_s, floor_s) * 1e3 * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
-            * (PAIR_SLOWDOWN if cfg.multicast_size > 1 else 1.0))
+            * (PAIR_SLOWDOWN if cfg.multicast_size > 1 else 1.0)
+            * (SPLIT_SLOWDOWN if cfg.split_k > 1 else 1.0))

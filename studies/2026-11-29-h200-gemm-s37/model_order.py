@@ -4,8 +4,8 @@ right, and the time of the trial it ranks first over the study's best (geomean).
 
     python studies/2026-11-29-h200-gemm-s37/model_order.py      # from the repository root
 
-Session 33 ran it before and after the model counted a cluster's CTAs that have no tile
-(autotune/spaces/gemm_sm90_model.py); model_order.txt holds both outputs."""
+Session 33 ran it before and after the model counted a cluster's CTAs that have no tile, then
+after SPLIT_SLOWDOWN (autotune/spaces/gemm_sm90_model.py); model_order.txt holds the outputs."""
 
 import glob
 import itertools
@@ -60,9 +60,26 @@ def score(part) -> tuple[float, int, float]:
     return right / scored, scored, float(np.exp(np.mean(np.log(picks))))
 
 
+def split_bias(part) -> dict[int, float]:
+    """Per split_k: the model's speed-up over the study's default trial against the measured
+    one (geomean over the trials; > 1: the model rates those configs too fast)."""
+    ratios: dict[int, list[float]] = {}
+    for problem, trials in part:
+        default = SPACE.default_config(problem)
+        timed = [t for c, t in trials if {**default, **c} == default]
+        if not timed:
+            continue
+        base_est = SPACE.estimate_ms(default, problem)
+        for c, t in trials:
+            model_gain = base_est / SPACE.estimate_ms({**default, **c}, problem)
+            ratios.setdefault(c.get("split_k", 1), []).append(model_gain / (timed[0] / t))
+    return {s: float(np.exp(np.mean(np.log(r)))) for s, r in sorted(ratios.items())}
+
+
 if __name__ == "__main__":
     for device in ("h100", "h200"):
         part = studies(device)
         order, scored, pick = score(part)
+        bias = ", ".join(f"split {s} {b:.3f}" for s, b in split_bias(part).items())
         print(f"{device}: {len(part)} studies, {scored} trial pairs: ordered right {order:.3f}, "
-              f"the model's first pick {pick:.3f}x the study's best")
+              f"the model's first pick {pick:.3f}x the study's best; model over measured: {bias}")
