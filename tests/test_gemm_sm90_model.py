@@ -38,3 +38,31 @@ def test_the_model_orders_the_later_studies_trials_as_they_ran():
     assert len(held) >= 84
     order, _, pick = rank.score(held, gemm_sm90_model.PAIR_SLOWDOWN)
     assert order > 0.65 and pick > 0.95
+
+
+def test_a_pair_over_one_tile_column_costs_what_a_pair_over_two_does():
+    # 1x2 pairs of swapped 64x152 tiles: at M = 152 one column, so each pair's second CTA has
+    # no tile and its SM idles (0.405x the tile alone, held busy on an H200,
+    # studies/2026-11-29-h200-gemm-s37/gap); at M = 304 two columns fill every pair
+    pair = dict(swap_ab=True, wg_m=64, consumers=1, blk_n=152, stages=8, cluster="1x2",
+                persistent=False, split_k=1, epilogue="tma")
+    one, two = _ms("152x7168x16384", **pair), _ms("304x7168x16384", **pair)
+    assert abs(one / two - 1) < 0.02
+    assert _ms("152x7168x16384", **{**pair, "cluster": "1x1"}) < one / 1.5
+
+
+def test_the_model_orders_every_committed_studys_trials_with_idle_ctas_and_split_k():
+    # counting a cluster's tile-less CTAs and SPLIT_SLOWDOWN: 0.666 -> 0.732 (H100), 0.707 ->
+    # 0.724 (H200) of the trial pairs > 3% apart ordered right (.../s37/model_order.txt)
+    import importlib.util
+    from pathlib import Path
+
+    path = (Path(__file__).resolve().parents[1]
+            / "studies/2026-11-29-h200-gemm-s37/model_order.py")
+    spec = importlib.util.spec_from_file_location("model_order", path)
+    order = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(order)
+    for device, floor in (("h100", 0.725), ("h200", 0.72)):
+        part = order.studies(device)
+        right, _, pick = order.score(part)
+        assert len(part) >= 56 and right > floor and pick > 0.94, (device, right, pick)

@@ -10,12 +10,14 @@ after SPLIT_SLOWDOWN (autotune/spaces/gemm_sm90_model.py); model_order.txt holds
 import glob
 import itertools
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from autotune.spaces.gemm_sm90 import GemmSm90Space
 
+ROOT = Path(__file__).resolve().parents[2]
 SPACE = GemmSm90Space()
 INTS = ("wg_m", "consumers", "blk_n", "blk_k", "stages", "group", "split_k", "multicast")
 BOOLS = ("persistent", "swap_ab", "stream_k")
@@ -36,7 +38,8 @@ def config(row) -> dict:
 
 def studies(device: str) -> list:
     out = []
-    for path in sorted(glob.glob(f"studies/*{device}-gemm*/**/*trials*.csv", recursive=True)):
+    pattern = f"{ROOT}/studies/*{device}-gemm*/**/*trials*.csv"
+    for path in sorted(glob.glob(pattern, recursive=True)):
         frame = pd.read_csv(path)
         frame = frame[(frame.state == "COMPLETE")
                       & frame.study.astype(str).str.startswith("gemm_sm90")]
