@@ -22,7 +22,8 @@
 #                         machine), compiled here (TVM staged): its log, every trial and its
 #                         store (study_unseen); a later call's `after` reads it
 #   after LIST NAME       `autotune compare` with that study's store: our kernel alone after a
-#                         study, the study's recorded time beside compare's (after_unseen)
+#                         study, the study's recorded time beside compare's, then the kernels
+#                         cuBLAS ran (after_unseen)
 # e.g. (carry build/idx50 build/ncu50):
 #   bash scripts/gpu_steps.sh judge30 held studies/X/judge30/variants.txt build/idx50 \
 #     ncu build/ncu50 266x5120x12288 200x2048x5632
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
     cp $R/$2_store.json $SCRATCH/ 2>/dev/null; shift 2 ;;
   after)
     source scripts/gpu_env.sh; cp $SCRATCH/$2_store.json . 2>/dev/null
-    after_unseen "$1" "$2" $((590 - SECONDS)); shift 2 ;;
+    after_unseen "$1" "$2" $((525 - SECONDS)); shift 2 ;;  # cuBLAS's kernels after, <= 60 s
   *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after)" \
        | tee -a $BASE/run.log; break ;;
   esac

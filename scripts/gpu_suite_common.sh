@@ -113,7 +113,8 @@ study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial (TRIALS) study of
 }
 after_unseen() {  # $1: an unseen list, $2: the study's name, $3 seconds (default 560): compare
   # with its store (carried in as <name>_store.json on a fresh machine, else the study step's):
-  # our kernel alone after a study, and the study's winner time beside compare's
+  # our kernel alone after a study, and the study's winner time beside compare's; then the
+  # kernels cuBLAS ran
   local LIST=$(unseen_list $1)
   cp $2_store.json $R/ 2>/dev/null || cp $SCRATCH/results/study/$2_store.json $R/
   sample_clocks $R/clocks.csv
@@ -121,6 +122,10 @@ after_unseen() {  # $1: an unseen list, $2: the study's name, $3 seconds (defaul
     --subset "M>1024" --out $R/after > $R/after.log 2>&1
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
   kill %1
+  # which kernels cuBLAS ran there (-> $R/cublas_kernels.json): where a study fell short of it,
+  # the tiles to try next (session 33 spent a call learning them)
+  timeout 60 python3 scripts/cublas_kernels.py $R $LIST > $R/cublas.log 2>&1
+  echo "cublas rc=$? at $SECONDS s" | tee -a $R/run.log
 }
 unseen_step() {  # $1 a step (judge0, judge4, study, after), $2 an unseen list, $3 a name: the
   # judgement of an unseen list, from the committed store $STORE
