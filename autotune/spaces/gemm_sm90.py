@@ -320,9 +320,9 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 # one wave up to VENDOR_PAIRS_MAX_M (LARGE_CLUSTER above). From M = 129: at and below 128 the
 # skinny seeds cover M.
 # Judged on list s38 (9 unseen shapes, 128 < M <= 1024, held busy on an H200; .../s37/judge38):
-# the first of them 0.93-1.27x the default, 1.02x geomean; the best of them faster than the
+# the tile alone 0.93-1.27x the default, 1.02x geomean; the best of them faster than the
 # default at 4 of 9 (1.27, 1.15, 1.10, 1.01x), where a study takes it. One-wave pairs there
-# 0.69x and 0.43x (0.96x alone at the other): measured by a study, not trusted.
+# 0.69x and 0.43x, both over an odd number of columns (above).
 VENDOR_ROWS = {64: dict(wg_m=64, consumers=1), 128: dict(wg_m=64, consumers=2),
                192: dict(wg_m=64, consumers=3), 256: dict(wg_m=128, consumers=2)}
 VENDOR_MIN_M = SKINNY_M + 1
