@@ -8,13 +8,14 @@ Session 33 ran it before and after the model counted a cluster's CTAs that have 
 after SPLIT_SLOWDOWN (autotune/spaces/gemm_sm90_model.py); model_order.txt holds the outputs."""
 
 import glob
-import itertools
+import importlib.util
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+import autotune.spaces.gemm_sm90_model as model
 from autotune.spaces.gemm_sm90 import GemmSm90Space
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,6 @@ SPACE = GemmSm90Space()
 INTS = ("wg_m", "consumers", "blk_n", "blk_k", "stages", "group", "split_k", "multicast")
 BOOLS = ("persistent", "swap_ab", "stream_k")
 TEXT = ("cluster", "raster", "epilogue", "l2_evict", "schedule", "epi_tail")
-NOISE = 0.03
 
 
 def config(row) -> dict:
@@ -51,16 +51,13 @@ def studies(device: str) -> list:
 
 
 def score(part) -> tuple[float, int, float]:
-    right = scored = 0
-    picks = []
-    for problem, trials in part:
-        est = [SPACE.estimate_ms(c, problem) for c, _ in trials]
-        for (e1, (_, t1)), (e2, (_, t2)) in itertools.combinations(zip(est, trials), 2):
-            if abs(t1 / t2 - 1) > NOISE:
-                scored += 1
-                right += (e1 < e2) == (t1 < t2)
-        picks.append(min(t for _, t in trials) / trials[int(np.argmin(est))][1])
-    return right / scored, scored, float(np.exp(np.mean(np.log(picks))))
+    """Session 26's measure (.../2026-11-27-cpu-gemm-model-pairs/rank.py's score) at the model's
+    own pair factor: (share ordered right, pairs scored, first pick over the study's best)."""
+    path = ROOT / "studies/2026-11-27-cpu-gemm-model-pairs/rank.py"
+    spec = importlib.util.spec_from_file_location("rank_pairs", path)
+    rank = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rank)
+    return rank.score([(0, problem, trials) for problem, trials in part], model.PAIR_SLOWDOWN)
 
 
 def split_bias(part) -> dict[int, float]:
