@@ -55,10 +55,10 @@ STREAM_K_SLOWDOWN = 1.2
 PAIR_SLOWDOWN = 1.6
 # Split-K the terms above rank 1.18x (H100) and 1.17x (H200) too fast beside their view of
 # unsplit configs (model over measured speed-up against each study's default, split 2 over
-# split 1, geomeans over every committed study). Ranked behind by the factor: the studies' trial pairs
-# ordered right 0.714 -> 0.733 (H100 sessions <= 12), 0.714 -> 0.727 (H100 13-23), 0.714 ->
-# 0.724 (H200), flat over 1.1-1.3; the top-ranked trial unchanged (studies/
-# 2026-11-29-h200-gemm-s37/model_order.txt).
+# split 1, geomeans over every committed study). Ranked behind by the factor: the studies'
+# trial pairs ordered right 0.714 -> 0.733 (H100 sessions <= 12), 0.714 -> 0.727 (H100
+# 13-23), 0.714 -> 0.724 (H200), flat over 1.1-1.3; the top-ranked trial unchanged
+# (studies/2026-11-29-h200-gemm-s37/model_order.txt).
 SPLIT_SLOWDOWN = 1.15
 
 
@@ -71,7 +71,6 @@ def _wgmma_efficiency(n: int) -> float:
 def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     """Predicted time (ms) of the template with `cfg` on D[M, N] = A[M, K] @ B[N, K]^T."""
     g = geometry(M, N, K, cfg)
-    rows, cols = g.rows, g.cols
     # A cluster's CTAs launch together: where its tiles along a pair's axis are odd, the last
     # pair's second CTA has none and its SM idles (pairs over 1, 3 or 5 tile columns ran
     # 0.41-0.90x the default on an H200, studies/2026-11-29-h200-gemm-s37/). Counting them,
