@@ -84,6 +84,9 @@ def main() -> None:
             text = f"pick ({choice.reason}: {json.dumps(choice.config, sort_keys=True)})"
         else:
             kernel = op.provider.get(problem, {**space.default_config(problem), **json.loads(text)})
+        if kernel is None:  # an illegal config: the index holds no kernel for it
+            print(f"{args.shape} {text}: not in the index (illegal?), skipped", flush=True)
+            continue
         variants[text] = lambda s, k=kernel: (lambda: k(*s))
     rows = []
     for name, bind in variants.items():

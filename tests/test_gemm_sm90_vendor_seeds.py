@@ -5,13 +5,13 @@ studies/2026-11-29-h200-gemm-s35/eight/held/cublas_kernels.json)."""
 
 import pytest
 
-from autotune.spaces.gemm_sm90 import GemmSm90Space, _covering_widths
+from autotune.spaces.gemm_sm90 import GemmSm90Space, _covering_widths, kernel_config
 
 SPACE = GemmSm90Space()
 
 
 def _rows(config):
-    return config["wg_m"] * config["consumers"]
+    return kernel_config(config).blk_m
 
 
 def test_covering_widths_are_equal_columns_over_m_rounded_to_8():

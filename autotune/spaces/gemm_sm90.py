@@ -52,6 +52,10 @@ Legality rules (checked before anything compiles; `violations` names each broken
   shapes (a first version, studies/2026-11-22-h100-gemm-sm90/), the default's tiles ping-pong
   0.85-0.98x at 11 shapes with M > 1024 on an H200; 128x128 ping-pong tiles 1.042x at K = 512
   (studies/2026-11-28-h200-gemm-s24/pingpong/): a knob for studies, a seed only there.
+- schedule='cooperative_n' (cuBLAS's "coopB": the consumers split the tile's columns, each
+  computing all wg_m rows of its BLK_N/consumers; cuBLAS runs 192x176 and 192x192 tiles so on
+  an H200): wg_m=192 (three m64 atoms a consumer) only here, two or three consumers, shares of
+  at least 16 columns in multiples of 8, the TMA-store epilogue, neither split-K nor stream-K.
 
 Not in the space: fp8. Nor in the template: consumers whose rows all lie
 past M skipping their wgmmas (they multiply TMA's zero fill). Tried, correct, and 1.12x and
@@ -115,7 +119,7 @@ CLUSTERS = {"1x1": (1, 1), "2x1": (2, 1), "1x2": (1, 2)}
 
 # The knobs and their values.
 KNOBS: dict[str, tuple] = {
-    "wg_m": (64, 128),
+    "wg_m": (64, 128, 192),
     "consumers": (1, 2, 3),
     "blk_n": tuple(range(16, MAX_WGMMA_N, 8)) + tuple(range(MAX_WGMMA_N, MAX_BLK_N + 1, 16)),
     "blk_k": (64, 128),
@@ -129,7 +133,7 @@ KNOBS: dict[str, tuple] = {
     "split_k": (1, 2, 4, 8),
     "l2_evict": ("first", "normal"),
     "stream_k": (False, True),
-    "schedule": ("cooperative", "pingpong"),
+    "schedule": ("cooperative", "pingpong", "cooperative_n"),
     "multicast": (2, 4),
     "epi_tail": ("overlap", "narrow"),
 }
@@ -323,8 +327,14 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 # the tile alone 0.93-1.27x the default, 1.02x geomean; the best of them faster than the
 # default at 4 of 9 (1.27, 1.15, 1.10, 1.01x), where a study takes it. One-wave pairs there
 # 0.69x and 0.43x, both over an odd number of columns (above).
+# 192 rows: three 64-row consumers up to BLK_N 192 (their 96 accumulators), wider in two
+# consumers splitting the columns (cuBLAS's coopB). Held busy on an H200 (seen shapes,
+# studies/2026-11-29-h200-gemm-s39/wide): column-split 192x208 tiles 0.976x and 0.947x cuBLAS at
+# 207x43008x8192 and 809x81920x20480, where the best we had run was 0.943x and 0.931x (128x208);
+# at widths three consumers can hold too, split 0.98-1.01x them (192x176, 192x144).
 VENDOR_ROWS = {64: dict(wg_m=64, consumers=1), 128: dict(wg_m=64, consumers=2),
                192: dict(wg_m=64, consumers=3), 256: dict(wg_m=128, consumers=2)}
+VENDOR_ROWS_SPLIT_N = {192: dict(wg_m=192, consumers=2, schedule="cooperative_n")}
 VENDOR_MIN_M = SKINNY_M + 1
 VENDOR_PAIRS_MAX_M = 1024
 
@@ -340,8 +350,9 @@ def kernel_config(config: Config):
     span = config.get("multicast", 2) // 2  # a cluster's axis holds 2 or 4 CTAs
     cm, cn = (n * span if n > 1 else 1 for n in CLUSTERS[config["cluster"]])
     fields = {k: v for k, v in config.items() if k not in ("cluster", "schedule", "multicast")}
-    return GemmConfig(cluster_m=cm, cluster_n=cn,
-                      pingpong=config.get("schedule", "cooperative") == "pingpong", **fields)
+    schedule = config.get("schedule", "cooperative")
+    return GemmConfig(cluster_m=cm, cluster_n=cn, pingpong=schedule == "pingpong",
+                      consumer_split="n" if schedule == "cooperative_n" else "m", **fields)
 
 
 def _one_wave_blk_n(n: int, row_tiles: int, sms: int = H100_SMS) -> int:
@@ -458,6 +469,29 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if cfg.split_k > 1 or cfg.stream_k:
                 out.append("schedule='pingpong' runs whole tiles: it needs split_k=1 and "
                            "stream_k=False")
+        if cfg.consumer_split == "n":
+            out += self._split_n_violations(cfg)
+        elif cfg.wg_m == 192:
+            out.append("wg_m=192 (three m64 atoms a consumer) is for schedule='cooperative_n', "
+                       "where the consumers split the columns")
+        return out
+
+    @staticmethod
+    def _split_n_violations(cfg) -> list[str]:
+        out = []
+        if cfg.consumers < 2:
+            out.append("schedule='cooperative_n' splits the tile's columns between consumers: "
+                       "it needs consumers >= 2")
+        elif cfg.blk_n % (8 * cfg.consumers) or cfg.consumer_cols < 16:
+            out.append(f"schedule='cooperative_n': BLK_N={cfg.blk_n} does not split into "
+                       f"{cfg.consumers} shares of at least 16 columns in multiples of 8 "
+                       "(wgmma's N step)")
+        if cfg.epilogue != "tma":
+            out.append("schedule='cooperative_n' stores through the TMA-store epilogue: it "
+                       "needs epilogue='tma'")
+        if cfg.split_k > 1 or cfg.stream_k:
+            out.append("schedule='cooperative_n' runs whole tiles: it needs split_k=1 and "
+                       "stream_k=False")
         return out
 
     @staticmethod
@@ -927,10 +961,13 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         base = self.default_config(problem)
 
         def tile(rows: int, width: int, cluster: str = "1x1") -> Config:
-            return self._deepest(problem, {
-                **base, **VENDOR_ROWS[rows], "swap_ab": True, "blk_n": width, "blk_k": 64,
-                "split_k": 1, "epilogue": "tma", "cluster": cluster, "multicast": 2,
-                "stream_k": False, "schedule": "cooperative"})
+            config = self._deepest(problem, {
+                **base, "schedule": "cooperative", **VENDOR_ROWS[rows], "swap_ab": True,
+                "blk_n": width, "blk_k": 64, "split_k": 1, "epilogue": "tma",
+                "cluster": cluster, "multicast": 2, "stream_k": False})
+            if rows in VENDOR_ROWS_SPLIT_N and self.violations(config, problem):
+                config = self._deepest(problem, {**config, **VENDOR_ROWS_SPLIT_N[rows]})
+            return config
 
         widths = _covering_widths(M)
         one_wave = sorted((rows * w, rows + w, rows, w) for rows in (64, 128, 192) for w in widths
@@ -944,7 +981,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if not legal:
                 return []
             first = min(legal, key=lambda c: self.estimate_ms(c, problem))
-            picks = [(first["wg_m"] * first["consumers"], first["blk_n"])]
+            picks = [(kernel_config(first).blk_m, first["blk_n"])]
         configs = []
         for i, (rows, w) in enumerate(picks):
             paired = -(-M // w) % 2 == 0 and (not beyond or M <= VENDOR_PAIRS_MAX_M)

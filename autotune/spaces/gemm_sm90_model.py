@@ -89,7 +89,7 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     active = min(units, slots)
 
     mma_flops = 2 * cfg.blk_m * cfg.blk_n * cfg.blk_k
-    compute_s = mma_flops / (SM_FLOPS_PER_S * _wgmma_efficiency(cfg.blk_n))
+    compute_s = mma_flops / (SM_FLOPS_PER_S * _wgmma_efficiency(cfg.consumer_cols))
     shared = 1 / cfg.multicast_size
     a_rows, b_rows = cfg.blk_m, cfg.blk_n
     if cfg.cluster_m > 1:  # CTAs along M multicast the B tile

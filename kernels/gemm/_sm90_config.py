@@ -53,11 +53,24 @@ class GemmConfig:
     # stores 16-column ones (4x the stores and barriers, a quarter of the staging: more room
     # for the ring; the kernels stored before session 30). Either way for every other BLK_N.
     epi_tail: str = "overlap"
+    # How cooperative consumers share the CTA tile: "m", each its own wg_m rows and every
+    # column; "n", every one of the wg_m rows and its own BLK_N / consumers columns (cuBLAS's
+    # "coopB" kernels, e.g. 192x176 tiles at 850x8704x8192 on an H200: three m64 atoms in each
+    # of two consumers, where three 64-row consumers hold at most 96 accumulators).
+    consumer_split: str = "m"
 
     @property
     def blk_m(self) -> int:
-        """Rows of one tile: a consumer's own under ping-pong, else all consumers'."""
-        return self.wg_m if self.pingpong else self.wg_m * self.consumers
+        """Rows of one tile: a consumer's own under ping-pong or a column split, else all
+        consumers'."""
+        if self.pingpong or self.consumer_split == "n":
+            return self.wg_m
+        return self.wg_m * self.consumers
+
+    @property
+    def consumer_cols(self) -> int:
+        """Columns of the tile one consumer computes: all, or its share of a column split."""
+        return self.blk_n // self.consumers if self.consumer_split == "n" else self.blk_n
 
     @property
     def multicast_size(self) -> int:
@@ -91,7 +104,8 @@ def smem_bytes(cfg: GemmConfig) -> int:
 
 def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     """TMA-store epilogue: (columns per chunk, staging buffers per consumer). A chunk is one
-    swizzle row (64 or 32 elements: the widest that tiles BLK_N, for conflict-free writes).
+    swizzle row (64 or 32 elements: the widest that tiles the consumer's columns, BLK_N or
+    its share under a column split, for conflict-free writes).
     A BLK_N past 32 that neither tiles (an odd multiple of 16, or of 8) takes 64-column chunks
     where they fit beside the ring, else 32-column ones, the last chunk overlapping the one
     before it (epilogue_starts; epi_tail "overlap"), or 16-column ones ("narrow", or where
@@ -102,17 +116,22 @@ def epilogue_chunk(cfg: GemmConfig) -> tuple[int, int]:
     overlap the next chunk's shared-memory writes. 256-row tiles (two 128-row consumers) take
     one where two would not fit beside the ring: two each are 64 KB at 256x192 and left it 2
     stages, too few to feed the tensor cores (H100, held busy at 4096x28672x4096: 0.72 TFLOP/J
-    against 0.96-1.00 for 3-4 stage tiles)."""
+    against 0.96-1.00 for 3-4 stage tiles). So do column-split tiles (each consumer stages
+    all wg_m rows: 48 KB in two 64-column buffers at 192 rows), first choosing the chunk width
+    as if with one."""
     def staging(width, bufs):
         return _staging_bytes(cfg, width, bufs)
 
-    width = next((w for w in (64, 32) if cfg.blk_n % w == 0), None)
+    single_ok = cfg.blk_m == 256 or cfg.consumer_split == "n"
+    cols = cfg.consumer_cols
+    width = next((w for w in (64, 32) if cols % w == 0), None)
     if width is None:  # the widest swizzle row under BLK_N whose staging fits beside the ring
-        fits = [w for w in (64, 32) if w < cfg.blk_n and cfg.epi_tail == "overlap"
-                and _ring_bytes(cfg) + staging(w, 2) <= SMEM_LIMIT]
+        fits = [w for w in (64, 32) if w < cols and cfg.epi_tail == "overlap"
+                and _ring_bytes(cfg) + staging(w, 1 if cfg.consumer_split == "n" else 2)
+                <= SMEM_LIMIT]
         width = fits[0] if fits else 16
-    bufs = min(2, len(epilogue_starts(cfg.blk_n, width)))
-    if cfg.blk_m == 256 and _ring_bytes(cfg) + staging(width, bufs) > SMEM_LIMIT:
+    bufs = min(2, len(epilogue_starts(cols, width)))
+    if single_ok and _ring_bytes(cfg) + staging(width, bufs) > SMEM_LIMIT:
         bufs = 1
     return width, bufs
 
@@ -159,7 +178,7 @@ def multicast_slices(rows: int, ctas: int) -> tuple[int, int, int]:
 
 def accumulator_regs(cfg: GemmConfig) -> int:
     """f32 accumulator registers per consumer thread."""
-    return (cfg.wg_m // 64) * cfg.blk_n // 2
+    return (cfg.wg_m // 64) * cfg.consumer_cols // 2
 
 
 def reduce_bytes(cfg: GemmConfig) -> int:

@@ -4,7 +4,9 @@ Warp-specialized: warpgroup 0 is the producer (one thread issues TMA loads into 
 `stages`-deep shared-memory ring guarded by full/empty mbarriers), warpgroups 1..C are
 consumers that issue `wgmma` on their `wg_m` rows of the CTA tile, cooperatively on one
 tile (three consumers of 64 rows make the 192-row tiles that fill the SMs' waves where
-128-row ones leave a last wave mostly idle), or, ping-pong, two consumers on tiles of their own
+128-row ones leave a last wave mostly idle) or on its columns (`consumer_split="n"`, each
+consumer all wg_m rows: 192-row tiles of 3 m64 atoms in two consumers' registers, as
+cuBLAS's coopB kernels), or, ping-pong, two consumers on tiles of their own
 taken in turn, an order barrier each keeping their mainloops apart so that one's epilogue runs
 under the other's wgmmas. `setmaxnreg` moves registers from the producer to the consumers.
 
@@ -105,8 +107,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     STAGES, CS, MC, SK = cfg.stages, cfg.cluster_size, cfg.multicast_size, cfg.split_k
     SWAP, EPI_TMA, STREAM_K = cfg.swap_ab, cfg.epilogue == "tma", cfg.stream_k
     PINGPONG = cfg.pingpong
+    SPLIT_N, CN = cfg.consumer_split == "n", cfg.consumer_cols
     M_ATOMS = WG_M // WGMMA_M
-    PART = wgmma_n(BLK_N)
+    PART = wgmma_n(BLK_N)  # rows of one TMA box of the B tile
+    MMA_N = wgmma_n(CN)  # columns of one wgmma
     ACC = accumulator_regs(cfg)
     STAGE_BYTES = (BLK_M + BLK_N) * BLK_K * ELEM_BYTES
     X_STAGE_UNITS = BLK_M * BLK_K * ELEM_BYTES // 16  # descriptor units per ring stage
@@ -127,6 +131,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     assert not STREAM_K or (cfg.persistent and SK == 1), "stream-K: persistent, no split-K"
     assert not PINGPONG or (C == 2 and cfg.persistent and SK == 1 and not STREAM_K), \
         "ping-pong: two consumers, persistent, neither split-K nor stream-K"
+    assert not SPLIT_N or (C > 1 and not PINGPONG and SK == 1 and not STREAM_K
+                           and BLK_N % (8 * C) == 0), \
+        "column split: cooperative consumers, 8-column shares, neither split-K nor stream-K"
 
     X_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_M, BLK_K))
     Y_layout = mma_shared_layout(dtype, SwizzleMode.SWIZZLE_128B_ATOM, (STAGES, BLK_N, BLK_K))
@@ -181,19 +188,21 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                       Yg[c0 + y0:c0 + y0 + rows, ks:ks + COL_BLOCK], dispatch="tma_explicit",
                       mbar=bar, cta_mask=MCAST, **HINT)
 
-    def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, consumer, first_k):
-        """All wgmmas of one K tile for this consumer's WG_M rows: per m64 atom, one wgmma per
-        PART columns (an m64nN fragment holds column block c in registers 4c..4c+3, so the
-        parts' accumulators side by side are the whole tile's fragment)."""
+    def issue_mma(acc, a_desc, b_desc, x_unit, y_unit, row_part, col_part, first_k):
+        """All wgmmas of one K tile for this consumer's WG_M rows (the row_part-th) and CN
+        columns (the col_part-th): per m64 atom, one wgmma per MMA_N columns (an m64nN fragment
+        holds column block c in registers 4c..4c+3, so the parts' accumulators side by side
+        are the consumer's whole fragment). Offsets of 8-row multiples are linear in the
+        swizzled layout: a runtime part adds 8 descriptor units a row."""
         for kk in range(BLK_K // WGMMA_K):
             for j in range(M_ATOMS):
                 a_off = smem_desc_offset(BLK_M, 0, kk * WGMMA_K) + j * WGMMA_M * 128 // 16
-                a = a_desc + T.cast(x_unit + consumer * (WG_M * 128 // 16) + a_off, "uint64")
+                a = a_desc + T.cast(x_unit + row_part * (WG_M * 128 // 16) + a_off, "uint64")
                 scale_d = T.bool(True) if kk > 0 else first_k
-                for y0 in range(0, BLK_N, PART):
+                for y0 in range(0, CN, MMA_N):
                     b_off = smem_desc_offset(BLK_N, y0, kk * WGMMA_K)
-                    b = b_desc + T.cast(y_unit + b_off, "uint64")
-                    T.evaluate(wgmma_ss(dtype, PART, acc, (j * BLK_N + y0) // 2, a, b, scale_d))
+                    b = b_desc + T.cast(y_unit + col_part * (CN * 128 // 16) + b_off, "uint64")
+                    T.evaluate(wgmma_ss(dtype, MMA_N, acc, (j * CN + y0) // 2, a, b, scale_d))
 
     def release(empty, peer_empty, stage, warp, rank):
         """Lane 0 of each warp: hand a consumed stage back to every producer that writes into
@@ -225,9 +234,9 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         return mapped[0]
 
     def fence_acc(acc):
-        """All accumulators, eight at a time, the last four alone where BLK_N is an odd
-        multiple of 8 (here, not in the shared helper: the attention template's compile sweep
-        is keyed by that file)."""
+        """All accumulators, eight at a time, the last four alone where the consumer's columns
+        are an odd multiple of 8 (here, not in the shared helper: the attention template's
+        compile sweep is keyed by that file)."""
         whole = ACC - ACC % 8
         fence_accumulators(acc, whole)
         if ACC % 8:
@@ -237,7 +246,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     def store_reg(D, acc, row0, col0, warp, lane, lo=0, hi=ACC):
         """Accumulators [lo, hi) -> global, guarded at the edges; D^T when swapped."""
         for idx in range(lo, hi, 2):
-            j, i = divmod(idx, BLK_N // 2)
+            j, i = divmod(idx, CN // 2)
             r, c = acc_coords(i, warp, lane)
             row, col = row0 + j * WGMMA_M + r, col0 + c
             v0, v1 = acc[idx], acc[idx + 1]
@@ -301,7 +310,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
         lane_col = lane // 16 * 8
         t_row = lane // 16 * 8 + lane % 8
         t_col = warp * 16 + (lane // 8) % 2 * 8
-        for n, start in enumerate(epilogue_starts(BLK_N, EPI_W)):
+        for n, start in enumerate(epilogue_starts(CN, EPI_W)):
             buf = consumer * EPI_BUFS + n % EPI_BUFS
             with T.If(leader):
                 with T.Then():
@@ -309,7 +318,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             T.evaluate(T.cuda.warpgroup_sync(1 + consumer))
             for j in range(M_ATOMS):
                 for p in range(EPI_W // 16):
-                    first = j * BLK_N // 2 + start // 2 + p * 8
+                    first = j * CN // 2 + start // 2 + p * 8
                     for k in range(8):
                         T.buffer_store(frag, T.Cast(dtype, acc[first + k]), [k])
                     if SWAP:
@@ -344,6 +353,13 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
     def body(A, B, D, P, F):
         """The kernel; P (partials) and F (flags) are stream-K's scratch buffers, else None."""
         T.device_entry()
+        if SPLIT_N:
+            # One block per SM: ptxas then knows the register count at entry, which setmaxnreg
+            # trades from (else C7508: ignored, and 192x208 column-split tiles spilled 968 B
+            # under the 166 registers ptxas chose). The other configs' kernels stay as they
+            # were measured: where their allocation falls short of the launch cap (one
+            # consumer, wg_m=128) ptxas ignores setmaxnreg there too.
+            T.attr({"tirx.launch_bounds_min_blocks_per_sm": 1})
         bx = T.cta_id([g.grid])
         if CS > 1:
             cbx, cby = T.cta_id_in_cluster([CS, 1])
@@ -435,9 +451,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CREGS)
             # a size-1 dimension indexed by a variable defeats the TMA alignment proof
             consumer = T.meta_var(wg_id - 1 if C > 1 else 0)
-            # which wg_m rows of the CTA tile are this consumer's: under ping-pong, the first
-            # (its tile's only ones)
-            part = T.meta_var(0 if PINGPONG else consumer)
+            # which wg_m rows and CN columns of the CTA tile are this consumer's: under
+            # ping-pong, its tile's only ones; under a column split, all rows
+            part = T.meta_var(0 if PINGPONG or SPLIT_N else consumer)
+            col_part = T.meta_var(consumer if SPLIT_N else 0)
             acc = T.alloc_local((ACC,), "float32")
             a_desc = T.alloc_local((1,), "uint64")
             b_desc = T.alloc_local((1,), "uint64")
@@ -460,7 +477,7 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     fence_acc(acc)
                     T.ptx.wgmma.fence.sync.aligned()
                     issue_mma(acc, a_desc[0], b_desc[0], cs.stage * X_STAGE_UNITS,
-                              cs.stage * Y_STAGE_UNITS, part, kt > 0)
+                              cs.stage * Y_STAGE_UNITS, part, col_part, kt > 0)
                     T.ptx.wgmma.commit_group.sync.aligned()
                     T.ptx.wgmma.wait_group.sync.aligned(1)
                     fence_acc(acc)
@@ -492,9 +509,10 @@ def build_gemm(M: int, N: int, K: int, dtype: str, cfg: GemmConfig, num_sms: int
                     reduce_and_store(R, acc, consumer, warp * 32 + lane, rank, D,
                                      r0 + consumer * WG_M, c0, warp, lane)
                 elif EPI_TMA:
-                    store_chunks(D, Ds, acc, consumer, r0 + part * WG_M, c0, warp, lane)
+                    store_chunks(D, Ds, acc, consumer, r0 + part * WG_M, c0 + col_part * CN,
+                                 warp, lane)
                 else:
-                    store_reg(D, acc, r0 + part * WG_M, c0, warp, lane)
+                    store_reg(D, acc, r0 + part * WG_M, c0 + col_part * CN, warp, lane)
 
             if PINGPONG:
                 @T.inline
