@@ -83,3 +83,25 @@ def test_vendor_seeds_are_legal_distinct_seeds_of_the_shape(shape):
     assert SPACE.default_config(problem) not in vendor and len(set(map(str, vendor))) == len(vendor)
     ranked = SPACE.ranked_seed_configs(problem)
     assert ranked[:len(vendor)] == vendor and sorted(map(str, ranked)) == sorted(map(str, seeds))
+
+
+@pytest.mark.parametrize("shape, first, fullest", [
+    # cuBLAS's 256x88 (250 tiles, 1.9 waves) after the model's 192x144 (201, 1.5): held busy
+    # 1.05x it (studies/2026-11-29-h200-gemm-s39/wide)
+    ("417x12800x18432", (192, 144), (256, 88)),
+    # unseen list s41: the fullest near tie ran 1.02-1.05x the model's first at 7 of 8 (judge41)
+    ("140x44032x11264", (128, 144), (192, 144)),
+])
+def test_beyond_one_wave_the_fullest_near_tie_follows_alone(shape, first, fullest):
+    problem = SPACE.parse_problem(shape)
+    vendor = [c for c in SPACE._vendor_layouts(problem) if c["cluster"] == "1x1"]
+    assert [(_rows(c), c["blk_n"]) for c in vendor] == [first, fullest]
+    waves = [SPACE._last_wave_fill(c, problem) for c in vendor]
+    assert waves[1] > waves[0]
+    ms = [SPACE.estimate_ms(c, problem) for c in vendor]
+    assert ms[0] <= ms[1] <= ms[0] * 1.03
+
+
+def test_where_the_models_first_is_fullest_it_stands_alone():
+    problem = SPACE.parse_problem("809x81920x20480")
+    assert len([c for c in SPACE._vendor_layouts(problem) if c["cluster"] == "1x1"]) == 1
