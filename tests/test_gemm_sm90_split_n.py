@@ -1,7 +1,7 @@
 """Consumers that split the tile's columns in the Hopper GEMM (schedule='cooperative_n', cuBLAS's
 coopB): geometry, legality, the cuBLAS-layout seeds that take it, and its kernel. On an H200
 every such config run was correct and 192x208 ones 0.95-0.98x cuBLAS where 128x208 ran
-0.93-0.94x (studies/2026-11-29-h200-gemm-s39/wide, judge40)."""
+0.90-0.94x (studies/2026-11-29-h200-gemm-s39/wide, judge40)."""
 
 import pytest
 

@@ -330,7 +330,7 @@ FITTED_FOURS_BLK_K = {64: 128, 128: 64}
 # 192 rows: three 64-row consumers up to BLK_N 192 (their 96 accumulators), wider in two
 # consumers splitting the columns (cuBLAS's coopB). Held busy on an H200 (seen shapes,
 # studies/2026-11-29-h200-gemm-s39/wide): column-split 192x208 tiles 0.976x and 0.947x cuBLAS at
-# 207x43008x8192 and 809x81920x20480, where the best we had run was 0.943x and 0.931x (128x208);
+# 207x43008x8192 and 809x81920x20480, where 128x208 ran 0.943x and 0.901x in the same run;
 # at widths three consumers can hold too, split 0.98-1.01x them (192x176, 192x144).
 VENDOR_ROWS = {64: dict(wg_m=64, consumers=1), 128: dict(wg_m=64, consumers=2),
                192: dict(wg_m=64, consumers=3), 256: dict(wg_m=128, consumers=2)}
