@@ -61,11 +61,12 @@ def test_plan_starts_like_a_study_then_neighbourhoods_then_a_seeded_uniform_samp
     assert not any(GEMM.violations(c, GEMM_PROBLEM) for _, c in jobs)
     assert jobs == plan(GEMM, GEMM_PROBLEM, 50, seed=1, centres=[best])[0]
     assert jobs != plan(GEMM, GEMM_PROBLEM, 50, seed=2, centres=[best])[0]
-    # estimated 2,230,000 with BLK_N in steps of 8 up to 256, 1,200,000 with the epi_tail knob
+    # estimated 2,765,000 with the column split (schedule cooperative_n, wg_m=192), 2,230,000
+    # with BLK_N in steps of 8 up to 256, 1,200,000 with the epi_tail knob
     # (its 'narrow' builds another kernel only at odd multiples of 16), 835,000 with clusters of
     # four (477,000 with the ping-pong schedule, 360,000 before it, with three consumers;
     # 270,363 before them, 120,840-191,040 before stream-K took clusters)
-    assert 2_000_000 < info["plan"]["legal_estimate"] < 2_500_000
+    assert 2_500_000 < info["plan"]["legal_estimate"] < 3_000_000
 
 
 def fake_compiler(calls: list):
