@@ -474,14 +474,14 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if not cfg.persistent:
                 out.append("schedule='pingpong' deals each CTA several tiles: it needs "
                            "persistent=True")
-            if cfg.split_k > 1 or cfg.stream_k:
-                out.append("schedule='pingpong' runs whole tiles: it needs split_k=1 and "
-                           "stream_k=False")
         if cfg.consumer_split == "n":
             out += self._split_n_violations(cfg)
         elif cfg.wg_m == 192:
             out.append("wg_m=192 (three m64 atoms a consumer) is for schedule='cooperative_n', "
                        "where the consumers split the columns")
+        if (cfg.pingpong or cfg.consumer_split == "n") and (cfg.split_k > 1 or cfg.stream_k):
+            out.append(f"schedule='{config.get('schedule')}' runs whole tiles: it needs "
+                       "split_k=1 and stream_k=False")
         return out
 
     @staticmethod
@@ -497,9 +497,6 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if cfg.epilogue != "tma":
             out.append("schedule='cooperative_n' stores through the TMA-store epilogue: it "
                        "needs epilogue='tma'")
-        if cfg.split_k > 1 or cfg.stream_k:
-            out.append("schedule='cooperative_n' runs whole tiles: it needs split_k=1 and "
-                       "stream_k=False")
         return out
 
     @staticmethod
