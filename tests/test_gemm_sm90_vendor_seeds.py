@@ -5,7 +5,10 @@ studies/2026-11-29-h200-gemm-s35/eight/held/cublas_kernels.json)."""
 
 import pytest
 
-from autotune.spaces.gemm_sm90 import GemmSm90Space, _covering_widths, kernel_config
+from autotune.spaces.gemm_sm90 import (
+    VENDOR_ROWS, GemmSm90Space, _covering_widths, kernel_config,
+)
+from autotune.spaces.gemm_sm90_model import memory_floor_ms
 
 SPACE = GemmSm90Space()
 
@@ -90,7 +93,7 @@ def test_vendor_seeds_are_legal_distinct_seeds_of_the_shape(shape):
     # 1.05x it (studies/2026-11-29-h200-gemm-s39/wide)
     ("417x12800x18432", (192, 144), (256, 88)),
     # unseen list s41: the fullest near tie ran 1.02-1.05x the model's first at 7 of 8 (judge41)
-    ("140x44032x11264", (128, 144), (192, 144)),
+    ("328x17920x16384", (192, 168), (256, 112)),
 ])
 def test_beyond_one_wave_the_fullest_near_tie_follows_alone(shape, first, fullest):
     problem = SPACE.parse_problem(shape)
@@ -105,3 +108,33 @@ def test_beyond_one_wave_the_fullest_near_tie_follows_alone(shape, first, fulles
 def test_where_the_models_first_is_fullest_it_stands_alone():
     problem = SPACE.parse_problem("809x81920x20480")
     assert len([c for c in SPACE._vendor_layouts(problem) if c["cluster"] == "1x1"]) == 1
+
+
+@pytest.mark.parametrize("shape, rows, blk_n", [
+    # weight-streaming: the model rates five covering tiles at its device-memory floor; the near
+    # tie it took before, 192x72 (two columns over M), ran 0.69x the default (s42's study)
+    ("132x73728x12288", 192, 136),
+    # judge41: 192x144 ran 1.045x the 128x144 that the model had put first
+    ("140x44032x11264", 192, 144),
+])
+def test_on_the_memory_floor_the_fewest_columns_then_the_fullest_wave_alone_then_paired(
+        shape, rows, blk_n):
+    problem = SPACE.parse_problem(shape)
+    vendor = SPACE._vendor_layouts(problem)
+    assert [(_rows(c), c["blk_n"], c["cluster"]) for c in vendor] == \
+        [(rows, blk_n, "1x1"), (rows, blk_n, "2x1")]
+    assert -(-problem["M"] // blk_n) == 1
+    floor = memory_floor_ms(problem["M"], problem["N"], problem["K"])
+    assert SPACE.estimate_ms(vendor[0], problem) == pytest.approx(floor)
+    # a tile of two columns over M sits on the floor there too: not taken
+    half = 8 * -(-problem["M"] // 16)
+    twos = [SPACE._deepest(problem, {**vendor[0], **VENDOR_ROWS[r], "blk_n": half})
+            for r in VENDOR_ROWS]
+    assert any(not SPACE.violations(c, problem)
+               and SPACE.estimate_ms(c, problem) == pytest.approx(floor) for c in twos)
+
+
+def test_off_the_memory_floor_the_near_tie_rule_stands():
+    problem = SPACE.parse_problem("417x12800x18432")  # compute-bound: 0.33 ms against 0.15
+    assert SPACE.estimate_ms(SPACE._vendor_layouts(problem)[0], problem) > 2 * memory_floor_ms(
+        problem["M"], problem["N"], problem["K"])

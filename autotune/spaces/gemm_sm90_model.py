@@ -68,6 +68,12 @@ def _wgmma_efficiency(n: int) -> float:
     return min(1.0, SMEM_BYTES_PER_CLK / bytes_per_clk)
 
 
+def memory_floor_ms(M: int, N: int, K: int) -> float:
+    """The least time (ms) any config can take: each operand and the output once through
+    device memory. Where several configs' estimates sit on it, this model cannot rank them."""
+    return (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S * 1e3
+
+
 def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
     """Predicted time (ms) of the template with `cfg` on D[M, N] = A[M, K] @ B[N, K]^T."""
     g = geometry(M, N, K, cfg)
@@ -106,7 +112,7 @@ def estimate_ms(cfg: GemmConfig, M: int, N: int, K: int) -> float:
                                                 + cfg.blk_m * cfg.blk_n * 4 / SM_MAX_BYTES_PER_S)
     unit_s = k_iters * max(compute_s, load_s) + MEMORY_LATENCY_S + epilogue_s
 
-    floor_s = (M * K + N * K + M * N) * ELEM_BYTES / HBM_BYTES_PER_S
-    return (max(waves * unit_s, floor_s) * 1e3 * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
+    return (max(waves * unit_s * 1e3, memory_floor_ms(M, N, K))
+            * (STREAM_K_SLOWDOWN if cfg.stream_k else 1.0)
             * (PAIR_SLOWDOWN if cfg.multicast_size > 1 else 1.0)
             * (SPLIT_SLOWDOWN if cfg.split_k > 1 else 1.0))
