@@ -57,7 +57,8 @@ def test_the_model_orders_every_committed_studys_trials_with_idle_ctas_and_split
     # (.../s37/model_order.txt); list s39's 12 studies (session 34: the cuBLAS-layout seeds
     # first, covering tiles the model misranks) order at 0.585, all 68 at 0.701; session 35's
     # list s42 (12) at 0.636 and the 23-shape suite at 0.527 (its large shapes' seeds within a
-    # few % of each other), all 103 at 0.662
+    # few % of each other), all 103 at 0.662; with SM_MAX_BYTES_PER_S 7e10 (session 35) the
+    # H100's 264 at 0.737 (0.732 before), the H200's 103 at 0.751, first picks 0.972 of best
     import importlib.util
     from pathlib import Path
 
@@ -66,7 +67,7 @@ def test_the_model_orders_every_committed_studys_trials_with_idle_ctas_and_split
     spec = importlib.util.spec_from_file_location("model_order", path)
     order = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(order)
-    for device, floor in (("h100", 0.725), ("h200", 0.65)):
+    for device, floor in (("h100", 0.73), ("h200", 0.74)):
         part = order.studies(device)
         right, _, pick = order.score(part)
-        assert len(part) >= 56 and right > floor and pick > 0.94, (device, right, pick)
+        assert len(part) >= 56 and right > floor and pick > 0.96, (device, right, pick)
