@@ -42,10 +42,15 @@ MEMORY_LATENCY_S = 8e-7  # what Little's law needs in flight per SM to sustain i
 # studies) 0.733 / 0.969 -> 0.735 / 0.972, H100 13-23 (96) 0.727 / 0.961 -> 0.745 / 0.972,
 # H200 before list s42 (68) 0.701 / 0.953 -> 0.762 / 0.968, list s42 (12) 0.636 / 0.964 ->
 # 0.713 / 0.976, the 23-shape suite (23) 0.527 / 0.953 -> 0.737 / 0.981. Lower (6e10 .. 3e10)
-# helps the H200 a little more and costs the H100's older studies. Where it bit: M = 128 with
-# N of 4096-6144, the model put 64-wide tiles (64 tiles, half the SMs) ahead of 64x64 (128),
-# which ran 1.15-1.33x faster; a tile's loads were priced as if one SM could pull 160 GB/s.
-# The pair and split factors below stay at their optima (swept again at 7e10).
+# helps the H200 a little more and costs the H100's older studies. Where it bit: at
+# 128x4096x4096 the model put 64x128 and 128x64 tiles (64 of them: half the SMs idle) ahead of
+# 64x64 (128 tiles), which ran 1.15-1.33x faster (the suite's study, H200): their loads were
+# priced as if one SM could pull 160 GB/s.
+# The pair and split factors below stay at their optima (swept again at 7e10). The held-busy
+# tables (every kernel back to back at the power limit, not the tuner's protocol) split by
+# device: H200 262 tables 0.713 -> 0.757, H100 151 tables 0.759 -> 0.684 (skinny split-K
+# variants of sessions 17-22 mostly; .../model_sm_max_held.txt); the studies' trials, timed as
+# the tuner times, decide.
 SM_MAX_BYTES_PER_S = 7e10
 SPLIT_SYNC_S = 1.5e-6  # split-K: the cluster's barrier and DSMEM exchange, per reduction step
 SMEM_PER_SM = 232448
