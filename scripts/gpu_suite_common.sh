@@ -32,10 +32,14 @@ unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on o
   sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' '
 }
 sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250 ms -> $1, in the
-  # background until the caller's `kill %1`
+  # background until the caller's stop_clocks. By its pid, not `kill %1`: a second sampler
+  # started before the shell reaped the first is %2, and survived `kill %1` to hold the call's
+  # output open until its time limit (session 35: 26 s of device time after the results)
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $1 &
+    --format=csv -lms 250 > $1 2>/dev/null &
+  CLOCKS_PID=$!
 }
+stop_clocks() { kill $CLOCKS_PID 2>/dev/null; wait $CLOCKS_PID 2>/dev/null; }
 judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch name, $3: the
   # first-use counts to compare with (default "0 4"), $4: seconds per compare (default 200).
   # Prebuild (first use's 4 configs too) unless done, then compare from the committed store
@@ -55,7 +59,7 @@ judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch
     echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
     grep -v "^measured" $R/first_use_$fu.log | tail -5
   done
-  kill %1
+  stop_clocks
 }
 judge_prebuilt() {  # $1 an unseen list, $2 a scratch name, $3 an artifact index built where TVM
   # is, $4 first-use counts, $5 the step's deadline in seconds (default 560): compare from the
@@ -72,7 +76,7 @@ judge_prebuilt() {  # $1 an unseen list, $2 a scratch name, $3 an artifact index
     echo "first use $fu rc=$? at $SECONDS s" | tee -a $R/run.log
     grep -v "^measured" $R/first_use_$fu.log | tail -5
   done
-  kill %1
+  stop_clocks
 }
 prebuild_picks() {  # $1 scratch name, $2 a store, then shapes: the kernels dispatch picks for the
   # shapes from the store, built into an artifact index that $AUTOTUNE_ARTIFACTS then names
@@ -88,14 +92,14 @@ attention_bench() {  # $1 seconds: the attention benchmark (autotune.bench.atten
   sample_clocks $R/clocks.csv
   timeout $1 python3 -m autotune.bench.attention run $SCRATCH/bench $R \
     > $R/bench.log 2>&1; echo "bench rc=$? at $SECONDS s" | tee -a $R/run.log
-  kill %1; tail -n 30 $R/bench.log
+  stop_clocks; tail -n 30 $R/bench.log
 }
 decoder_block() {  # $1 report stem, $2 log name, $3 seconds, then examples/llama_block.py's
   # arguments: the decoder block through dispatch beside torch's -> $R/$1.{md,json}, $R/$2.log
   local out=$1 log=$2 secs=$3; shift 3
   sample_clocks $R/clocks.csv
   timeout $secs python3 examples/llama_block.py "$@" --out $R/$out > $R/$log.log 2>&1
-  echo "$log rc=$? at $SECONDS s" | tee -a $R/run.log; kill %1; tail -10 $R/$log.log
+  echo "$log rc=$? at $SECONDS s" | tee -a $R/run.log; stop_clocks; tail -10 $R/$log.log
 }
 study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial (TRIALS) study of each of its
   # shapes (final rounds: 3) on GPU 0 (GPUS: e.g. 0,1 on a two-GPU machine, as gpu_scaling.sh
@@ -109,7 +113,7 @@ study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial (TRIALS) study of
   echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/$2_study.log
   python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/$2_store.json
   trials_csv $DB $R/$2_trials.csv
-  kill %1
+  stop_clocks
 }
 after_unseen() {  # $1: an unseen list, $2: the study's name, $3 seconds (default 560): compare
   # with its store (carried in as <name>_store.json on a fresh machine, else the study step's):
@@ -121,7 +125,7 @@ after_unseen() {  # $1: an unseen list, $2: the study's name, $3 seconds (defaul
   timeout ${3:-560} autotune compare gemm --store $R/$2_store.json --shapes $LIST --subset "M<=256" \
     --subset "M>1024" --out $R/after > $R/after.log 2>&1
   echo "after rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/after.log | tail -5
-  kill %1
+  stop_clocks
   # which kernels cuBLAS ran there (-> $R/cublas_kernels.json): where a study fell short of it,
   # the tiles to try next (session 33 spent a call learning them)
   timeout 60 python3 scripts/cublas_kernels.py $R $LIST > $R/cublas.log 2>&1
@@ -174,7 +178,7 @@ suite_compare() {  # the 23-shape suite (gemm_sm90's SUITE) from the committed s
   timeout 380 autotune compare gemm --store $STORE --artifacts $IDX --shapes $SUITE \
     --subset "M<=256" --subset "M>1024" --out $R/suite > $R/suite.log 2>&1
   echo "suite rc=$? at $SECONDS s" | tee -a $R/run.log; grep -v "^measured" $R/suite.log | tail -4
-  kill %1
+  stop_clocks
 }
 retime_part() {  # $1 a store, $2 k of $3 parts: compare on every $3-th of its shapes from the
   # k-th (its config, today's default, the vendor op) -> $R/retime_$2 (table.csv)
@@ -194,7 +198,7 @@ print(*('x'.join(f.split('=')[1] for f in k.split(',')[:3]) for k in keys))" $ST
     --shapes $SHAPES --out $R/retime_$2 > $R/retime_$2.log 2>&1
   echo "compare rc=$? at $SECONDS s" | tee -a $R/run.log
   grep -v "^measured" $R/retime_$2.log | tail -3
-  kill %1
+  stop_clocks
 }
 gpu_tests() {  # the GPU tests of dispatch (GEMM, attention) and the isolated runner's faults, and
   # the GEMM plugin's conformance kit, its timed check; $1: seconds for both (default 560)
