@@ -39,7 +39,7 @@ sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250
     --format=csv -lms 250 > $1 2>/dev/null &
   CLOCKS_PID=$!
 }
-stop_clocks() { kill $CLOCKS_PID 2>/dev/null; wait $CLOCKS_PID 2>/dev/null; }
+stop_clocks() { kill $CLOCKS_PID 2>/dev/null || true; wait $CLOCKS_PID 2>/dev/null || true; }
 judge_unseen() {  # $1: an unseen list (studies/unseen_gemm_*.md), $2: a scratch name, $3: the
   # first-use counts to compare with (default "0 4"), $4: seconds per compare (default 200).
   # Prebuild (first use's 4 configs too) unless done, then compare from the committed store

@@ -60,3 +60,39 @@ def test_an_unknown_step_is_named_and_what_ran_still_comes_back(tmp_path):
     run, names, log, _ = _run(tmp_path, "ncu", str(index), "bogus", "ncu", str(index))
     assert "unknown step 'bogus' (held, ncu, sass, tests, stage, study, after)" in log
     assert "1-ncu/ncu-64x64x64.csv" in names and not any(n.startswith("3-") for n in names)
+
+
+def test_each_clock_sampler_stops_when_its_step_ends(tmp_path):
+    # Two steps in one call each start and stop a sampler. `kill %1` missed the second one (job
+    # %2 while the first was unreaped), which held the call's output open until its time limit.
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    smi = bin_ / "nvidia-smi"
+    smi.write_text('#!/bin/sh\ncase "$*" in *-lms*) echo $$ >> "$(dirname "$0")/samplers"; '
+                   'exec sleep 30;; esac\necho "name, driver_version"\n')
+    smi.chmod(0o755)
+    script = ("source scripts/gpu_suite_common.sh clocks; sample_clocks $R/a.csv; sleep 0.3; "
+              "stop_clocks; sample_clocks $R/b.csv; sleep 0.3; stop_clocks")
+    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
+    pids = []
+    try:
+        run = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=20)
+        assert run.returncode == 0, run.stderr
+        pids = [int(p) for p in (bin_ / "samplers").read_text().split()]
+        assert len(pids) == 2
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        assert not alive
+    finally:
+        started = bin_ / "samplers"
+        for pid in pids or (started.read_text().split() if started.exists() else []):
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass
