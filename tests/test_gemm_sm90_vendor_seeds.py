@@ -136,3 +136,12 @@ def test_off_the_memory_floor_the_near_tie_rule_stands():
     problem = SPACE.parse_problem("417x12800x18432")  # compute-bound: 0.33 ms against 0.15
     assert SPACE.estimate_ms(SPACE._vendor_layouts(problem)[0], problem) > 2 * memory_floor_ms(
         problem["M"], problem["N"], problem["K"])
+
+
+def test_on_the_memory_floor_no_pair_over_an_odd_number_of_tile_rows():
+    # 230 tile rows of 192 pair up; at N = 44352 the pick, 128x144, has 347: a pair's CTA idle
+    even, odd = SPACE.parse_problem("140x44160x11264"), SPACE.parse_problem("140x44352x11264")
+    assert [c["cluster"] for c in SPACE._vendor_layouts(even)] == ["1x1", "2x1"]
+    vendor = SPACE._vendor_layouts(odd)
+    assert [c["cluster"] for c in vendor] == ["1x1"]
+    assert -(-odd["N"] // _rows(vendor[0])) % 2 == 1

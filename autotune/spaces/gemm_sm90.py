@@ -1009,8 +1009,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         """Where the cost model puts several covering tiles on its device-memory floor, it
         cannot rank them (the weights stream from memory whatever the tile): of those, the
         fewest tile columns over M (each more streams the weights again), then the fullest
-        last wave, then the most rows; alone, then in a pair along N that shares the activation
-        tile, as cuBLAS runs them. At 132x73728x12288 (H200, studies/2026-11-29-h200-gemm-s42)
+        last wave, then the most rows; alone, then (over an even number of tile rows, as the
+        pairs over M above) in a pair along N that shares the activation tile, as cuBLAS runs
+        them. At 132x73728x12288 (H200, studies/2026-11-29-h200-gemm-s42)
         the model put five tiles on its floor; the near tie it took, 192x72 (two columns),
         ran 0.786 ms, 0.69x the default's 0.544 (192x160, one column); cuBLAS ran 192x144 in
         2x1 pairs, 0.508 ms. Judged on 4 unseen such shapes (list s43, held busy, .../judge43):
@@ -1020,7 +1021,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         fewest = min(-(-M // c["blk_n"]) for c in tiles)
         pick = max((c for c in tiles if -(-M // c["blk_n"]) == fewest),
                    key=lambda c: (self._last_wave_fill(c, problem), kernel_config(c).blk_m))
-        return self.legal_variants(problem, base, [pick, {**pick, "cluster": "2x1"}])
+        even = -(-problem["N"] // kernel_config(pick).blk_m) % 2 == 0
+        return self.legal_variants(problem, base,
+                                   [pick] + ([{**pick, "cluster": "2x1"}] if even else []))
 
     @staticmethod
     def _last_wave_fill(config: Config, problem: Problem) -> float:
