@@ -346,6 +346,13 @@ VENDOR_PAIRS_MAX_M = 1024
 # gemm-s39/wide, judge40). Judged on 8 unseen shapes (list s41, .../s39/judge41): 1.02-1.05x
 # the model's first at 7 of 8 (0.98x at the 8th), 1.020x the default geomean (its first 0.997x).
 VENDOR_NEAR_TIE = 0.03
+# Up to here, where the weights stream (_streaming_default), the streaming pick alone is the
+# default: held busy beside cuBLAS on 8 unseen shapes (list s44, M 136-208, H200,
+# studies/2026-11-30-h200-gemm-s45/judge44) it ran 1.123x the old default geomean (1.03-1.38x,
+# faster at 8 of 8; 0.985x cuBLAS, the old default 0.878x); in its 2x1 pair 1.122x, so alone
+# (no cluster). Beyond 256 rows it is unjudged (and no shape tried there sits in the regime:
+# M 257-700, N 32768-196608, K 2048-32768), and the check is skipped.
+STREAMING_DEFAULT_MAX_M = 2 * 128
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -581,6 +588,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           8 unseen shapes, 1.11x on 2 more, H200).
         - the rest of 128 < M <= 160: the same swapped tiles alone where they fit one wave
           (SWAPPED_ALONE_MAX_M: 1.36x on 8 unseen shapes, H200).
+        - 128 < M <= 256 where no covering swapped tile fits one wave and the cost model puts
+          two or more on its device-memory floor (the weights streamed): the streaming pick
+          alone (_streaming_pick, STREAMING_DEFAULT_MAX_M: 1.12x the rules below on 8 unseen
+          shapes, H200).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -634,6 +645,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             swapped = self._swapped_skinny(problem) if M <= SWAPPED_SKINNY_M else None
             return swapped or self._narrow_tiles(problem)
         else:
+            if M <= STREAMING_DEFAULT_MAX_M and (streaming := self._streaming_default(problem)):
+                return streaming
             if M <= PADDED_M:
                 narrow = self._narrow_tiles(problem)
                 if self._grid(problem, narrow) <= H100_SMS:
@@ -967,32 +980,18 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         if M < VENDOR_MIN_M:
             return []
         base = self.default_config(problem)
-
-        def tile(rows: int, width: int, cluster: str = "1x1") -> Config:
-            config = self._deepest(problem, {
-                **base, "schedule": "cooperative", **VENDOR_ROWS[rows], "swap_ab": True,
-                "blk_n": width, "blk_k": 64, "split_k": 1, "epilogue": "tma",
-                "cluster": cluster, "multicast": 2, "stream_k": False})
-            if rows in VENDOR_ROWS_SPLIT_N and self.violations(config, problem):
-                config = self._deepest(problem, {**config, **VENDOR_ROWS_SPLIT_N[rows]})
-            return config
-
-        widths = _covering_widths(M)
-        one_wave = sorted((rows * w, rows + w, rows, w) for rows in (64, 128, 192) for w in widths
-                          if -(-N // rows) * -(-M // w) <= H100_SMS)
-        picks = [(rows, w) for *_, rows, w in one_wave
-                 if not self.violations(tile(rows, w), problem)][:2]
+        picks = self._one_wave_covering(problem, base)[:2]
         beyond = not picks
         if beyond:
-            legal = [c for c in (tile(rows, w) for rows in VENDOR_ROWS for w in widths)
-                     if not self.violations(c, problem)]
+            legal = self._covering_tiles(problem, base)
             if not legal:
                 return []
+            if len(streaming := self._on_floor(problem, legal)) > 1:
+                pick = self._streaming_pick(problem, streaming)
+                even = -(-N // kernel_config(pick).blk_m) % 2 == 0
+                return self.legal_variants(problem, base,
+                                           [pick] + ([{**pick, "cluster": "2x1"}] if even else []))
             ms = {id(c): self.estimate_ms(c, problem) for c in legal}
-            floor = memory_floor_ms(M, N, problem["K"]) * (1 + 1e-9)
-            streaming = [c for c in legal if ms[id(c)] <= floor]
-            if len(streaming) > 1:
-                return self._streaming_layouts(problem, base, streaming)
             first = min(legal, key=lambda c: ms[id(c)])
             near = [c for c in legal if ms[id(c)] <= ms[id(first)] * (1 + VENDOR_NEAR_TIE)]
             fullest = max(near, key=lambda c: (self._last_wave_fill(c, problem), -ms[id(c)]))
@@ -1000,30 +999,71 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         configs = []
         for i, (rows, w) in enumerate(picks):
             paired = -(-M // w) % 2 == 0 and (not beyond or (M <= VENDOR_PAIRS_MAX_M and i == 0))
-            configs += [tile(rows, w, "1x2")] if paired else []
-            configs += [tile(rows, w)] if i == 0 or not paired else []
+            configs += [self._vendor_tile(problem, base, rows, w, "1x2")] if paired else []
+            configs += [self._vendor_tile(problem, base, rows, w)] if i == 0 or not paired else []
         return self.legal_variants(problem, base, configs)
 
-    def _streaming_layouts(self, problem: Problem, base: Config,
-                           tiles: list[Config]) -> list[Config]:
+    def _vendor_tile(self, problem: Problem, base: Config, rows: int, width: int,
+                     cluster: str = "1x1") -> Config:
+        """`base` as a swapped tile of `rows` (VENDOR_ROWS) by `width` columns of M."""
+        config = self._deepest(problem, {
+            **base, "schedule": "cooperative", **VENDOR_ROWS[rows], "swap_ab": True,
+            "blk_n": width, "blk_k": 64, "split_k": 1, "epilogue": "tma",
+            "cluster": cluster, "multicast": 2, "stream_k": False})
+        if rows in VENDOR_ROWS_SPLIT_N and self.violations(config, problem):
+            config = self._deepest(problem, {**config, **VENDOR_ROWS_SPLIT_N[rows]})
+        return config
+
+    def _one_wave_covering(self, problem: Problem, base: Config) -> list[tuple[int, int]]:
+        """(rows, width) of the legal covering tiles that fit one wave, least area first, then
+        fewest rows loaded."""
+        M, N = problem["M"], problem["N"]
+        one_wave = sorted((rows * w, rows + w, rows, w) for rows in (64, 128, 192)
+                          for w in _covering_widths(M) if -(-N // rows) * -(-M // w) <= H100_SMS)
+        return [(rows, w) for *_, rows, w in one_wave
+                if not self.violations(self._vendor_tile(problem, base, rows, w), problem)]
+
+    def _covering_tiles(self, problem: Problem, base: Config) -> list[Config]:
+        """Every legal swapped tile of VENDOR_ROWS rows covering M in equal columns."""
+        tiles = (self._vendor_tile(problem, base, rows, w)
+                 for rows in VENDOR_ROWS for w in _covering_widths(problem["M"]))
+        return [c for c in tiles if not self.violations(c, problem)]
+
+    def _on_floor(self, problem: Problem, tiles: list[Config]) -> list[Config]:
+        """Those of `tiles` the cost model rates at its device-memory floor."""
+        floor = memory_floor_ms(problem["M"], problem["N"], problem["K"]) * (1 + 1e-9)
+        return [c for c in tiles if self.estimate_ms(c, problem) <= floor]
+
+    def _streaming_default(self, problem: Problem) -> Config | None:
+        """Beyond one wave of covering tiles, where the cost model puts two or more of them on
+        its floor: the streaming pick alone (_streaming_pick), else None."""
+        base = self._complete()
+        if self._one_wave_covering(problem, base):
+            return None
+        streaming = self._on_floor(problem, self._covering_tiles(problem, base))
+        return self._streaming_pick(problem, streaming) if len(streaming) > 1 else None
+
+    def _streaming_pick(self, problem: Problem, tiles: list[Config]) -> Config:
         """Where the cost model puts several covering tiles on its device-memory floor, it
         cannot rank them (the weights stream from memory whatever the tile): of those, the
         fewest tile columns over M (each more streams the weights again), then the fullest
-        last wave, then the most rows; alone, then (over an even number of tile rows, as the
-        pairs over M above) in a pair along N that shares the activation tile, as cuBLAS runs
-        them. At 132x73728x12288 (H200, studies/2026-11-29-h200-gemm-s42)
-        the model put five tiles on its floor; the near tie it took, 192x72 (two columns),
-        ran 0.786 ms, 0.69x the default's 0.544 (192x160, one column); cuBLAS ran 192x144 in
-        2x1 pairs, 0.508 ms. Judged on 4 unseen such shapes (list s43, held busy, .../judge43):
-        alone 1.017x the model's old first (faster at 3 of 4), the better of alone and paired
-        1.025x the old picks' best and 1.000x cuBLAS (the old 0.976x)."""
+        last wave, then the most rows. A seed in a pair along N that shares the activation
+        tile, as cuBLAS runs them, over an even number of tile rows (as the pairs over M);
+        alone, the default (STREAMING_DEFAULT_MAX_M). At 132x73728x12288 (H200,
+        studies/2026-11-29-h200-gemm-s42) the model put five tiles on its floor; the near tie
+        it took, 192x72 (two columns), ran 0.786 ms, 0.69x the default's 0.544 (192x160, one
+        column); cuBLAS ran 192x144 in 2x1 pairs, 0.508 ms. Judged on 4 unseen such shapes
+        (list s43, held busy, .../judge43): alone 1.017x the model's old first (faster at 3 of
+        4), the better of alone and paired 1.025x the old picks' best and 1.000x cuBLAS (the
+        old 0.976x)."""
         M = problem["M"]
-        fewest = min(-(-M // c["blk_n"]) for c in tiles)
-        pick = max((c for c in tiles if -(-M // c["blk_n"]) == fewest),
+
+        def columns(c: Config) -> int:
+            return -(-M // c["blk_n"])
+
+        fewest = min(map(columns, tiles))
+        return max((c for c in tiles if columns(c) == fewest),
                    key=lambda c: (self._last_wave_fill(c, problem), kernel_config(c).blk_m))
-        even = -(-problem["N"] // kernel_config(pick).blk_m) % 2 == 0
-        return self.legal_variants(problem, base,
-                                   [pick] + ([{**pick, "cluster": "2x1"}] if even else []))
 
     @staticmethod
     def _last_wave_fill(config: Config, problem: Problem) -> float:
