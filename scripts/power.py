@@ -54,15 +54,34 @@ def held_busy(calls: list) -> dict:
     one = statistics.median(graph_replays(lambda: [c() for c in calls], 3))
     passes = max(1, math.ceil(20.0 / one))
     graph = capture_graph(lambda: [c() for _ in range(passes) for c in calls])
-    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
-                            "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"],
-                           stdout=subprocess.PIPE, text=True)
+    smi = start_sampling(this_gpu())
     events = replay_for(graph, BUSY_S)
-    smi.terminate()
     times = [a.elapsed_time(b) / (passes * len(calls)) for a, b in events]
+    return {"ms": statistics.median(times), **stop_sampling(smi)}
+
+
+def this_gpu() -> str:
+    """nvidia-smi's id of the GPU torch runs on. Unless told which, nvidia-smi samples every
+    GPU of the host: on two H200s (session 36, studies/2026-11-30-h200-gemm-s45/judge44) the
+    busy GPU's ~690 W and the idle one's ~90 W gave medians of 240-390 W and 0.5-1.1 GHz."""
+    import torch
+
+    return f"GPU-{torch.cuda.get_device_properties(torch.cuda.current_device()).uuid}"
+
+
+def start_sampling(gpu: str) -> subprocess.Popen:
+    """nvidia-smi sampling `gpu`'s SM clock and power every SAMPLE_MS until stop_sampling."""
+    return subprocess.Popen(["nvidia-smi", "-i", gpu, "--query-gpu=clocks.sm,power.draw",
+                             "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def stop_sampling(smi: subprocess.Popen) -> dict:
+    """The median SM clock and power of `smi`'s samples, the first SETTLE_S dropped."""
+    smi.terminate()
     samples = [[float(x) for x in line.split(",")] for line in smi.communicate()[0].splitlines()
                if line.strip()][int(SETTLE_S * 1000 / SAMPLE_MS):]
-    return {"ms": statistics.median(times), "sm_mhz": statistics.median(s[0] for s in samples),
+    return {"sm_mhz": statistics.median(s[0] for s in samples),
             "watts": statistics.median(s[1] for s in samples), "samples": len(samples)}
 
 
