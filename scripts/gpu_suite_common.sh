@@ -31,12 +31,13 @@ unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on o
   [ -f "$1" ] || { echo "$@"; return; }
   sed -n '/As a command-line list/,$p' $1 | grep -E '^ +[0-9]' | tr '\n' ' '
 }
-sample_clocks() {  # SM clock, power, temperature and throttle reasons every 250 ms -> $1, in the
-  # background until the caller's stop_clocks. By its pid, not `kill %1`: a second sampler
-  # started before the shell reaped the first is %2, and survived `kill %1` to hold the call's
-  # output open until its time limit (session 35: 26 s of device time after the results)
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-    --format=csv -lms 250 > $1 2>/dev/null &
+sample_clocks() {  # SM clock, power, temperature and throttle reasons of each GPU (its index
+  # first: on a host of two, one may idle) every 250 ms -> $1, in the background until the
+  # caller's stop_clocks. By its pid, not `kill %1`: a second sampler started before the shell
+  # reaped the first is %2, and survived `kill %1` to hold the call's output open until its time
+  # limit (session 35: 26 s of device time after the results)
+  local q=index,timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
+  nvidia-smi --query-gpu=$q,clocks_throttle_reasons.active --format=csv -lms 250 > $1 2>/dev/null &
   CLOCKS_PID=$!
 }
 stop_clocks() { kill $CLOCKS_PID 2>/dev/null || true; wait $CLOCKS_PID 2>/dev/null || true; }
