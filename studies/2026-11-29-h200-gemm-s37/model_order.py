@@ -36,10 +36,12 @@ def config(row) -> dict:
     return out
 
 
-def studies(device: str) -> list:
+def studies(device: str, keep=lambda path: True) -> list:
+    """(problem, [(config, ms), ...]) of each committed study on `device` whose trials file's
+    path `keep` accepts."""
     out = []
     pattern = f"{ROOT}/studies/*{device}-gemm*/**/*trials*.csv"
-    for path in sorted(glob.glob(pattern, recursive=True)):
+    for path in filter(keep, sorted(glob.glob(pattern, recursive=True))):
         frame = pd.read_csv(path)
         frame = frame[(frame.state == "COMPLETE")
                       & frame.study.astype(str).str.startswith("gemm_sm90")]

@@ -25,19 +25,13 @@ def session(path: str) -> int | None:
 
 
 def group(device: str, keep) -> list:
-    glob = order.glob.glob
-    order.glob.glob = lambda pattern, recursive=False: [
-        p for p in glob(pattern, recursive=recursive) if keep(p)]
-    try:
-        return order.studies(device)
-    finally:
-        order.glob.glob = glob
+    return order.studies(device, keep)
 
 
 GROUPS = {
     "H100 <= s12": group("h100", lambda p: session(p) is None or session(p) <= 12),
     "H100 s13-23": group("h100", lambda p: session(p) is not None and session(p) > 12),
-    "H200 before s42": group("h200", lambda p: "gemm-s42" not in p),
+    "H200 before s42": group("h200", lambda p: (session(p) or 0) < 42),
     "H200 list s42": group("h200", lambda p: "s42/study/" in p),
     "H200 suite": group("h200", lambda p: "suite_study" in p),
 }
