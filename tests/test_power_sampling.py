@@ -2,15 +2,15 @@
 the busy one (GPU-busy, 690 W) and an idle one (90 W), which the stand-in reports too unless
 `-i` names one, as nvidia-smi does."""
 
+import importlib.util
 import os
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import power  # noqa: E402
+SPEC = importlib.util.spec_from_file_location(
+    "power", Path(__file__).resolve().parents[1] / "scripts/power.py")
+power = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(power)
 
 SMI = """#!/bin/sh
 gpu=all
