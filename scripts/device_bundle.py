@@ -45,10 +45,12 @@ PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x8
 CALL = 64 * 2**20  # what travels with one call: the tree and what it carries
 # Parts of the TVM wheel that compiling TIRx for CUDA never reads (headers, C++ sources, web).
 TVM_PRUNE = ["tvm/3rdparty", "tvm/src", "tvm/include", "tvm/lib64", "tvm/web"]
-# A part travels beside the tree (31 MiB in session 20, 38 in session 30: studies/ grows), with
-# room left for files a session adds before its calls. TVM (61 MiB) and the site (27) make four.
+# A part travels beside the tree (31 MiB in session 20, 38 in session 30, 43 in session 37:
+# studies/ grows), with room left for files a session adds before its calls and for what the
+# device tool counts beyond the files' bytes (session 37: 43.2 + 18.9 MiB was refused, 43.2 +
+# 16.6 went). TVM (61 MiB) and the site (27) make seven.
 PART_MAX = 24 * 2**20
-PART_MARGIN = 2 * 2**20
+PART_MARGIN = 6 * 2**20
 
 
 def project_name(wheel: Path) -> str:

@@ -3,8 +3,13 @@ BLK_N covers M in equal 8-granular columns, put ahead of the cost model's rankin
 8-trial study runs them. The expected tiles are cuBLAS's own (nvjet, H200, held busy in
 studies/2026-11-29-h200-gemm-s35/eight/held/cublas_kernels.json)."""
 
+import json
+import shlex
+from pathlib import Path
+
 import pytest
 
+from autotune.spaces import gemm_sm90
 from autotune.spaces.gemm_sm90 import (
     VENDOR_ROWS, GemmSm90Space, _covering_widths, kernel_config,
 )
@@ -174,3 +179,39 @@ def test_off_the_memory_floor_the_default_stands():
     assert SPACE._streaming_default(problem) is None
     config = SPACE.default_config(problem)
     assert (_rows(config), config["blk_n"], config["swap_ab"]) == (128, 384, False)
+
+
+def _held_lines(name):
+    """(problem, [config, ...]) of each line of a held-busy variants file of session 37: JSON
+    configs over the default of its day (893a252), the default first ('{}')."""
+    path = Path(__file__).parents[1] / "studies/2026-11-30-h200-gemm-s46" / name
+    out = []
+    for line in path.read_text().splitlines():
+        shape, *variants = shlex.split(line)
+        out.append((SPACE.parse_problem(shape), [json.loads(v) for v in variants]))
+    return out
+
+
+def _old_default(problem, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(gemm_sm90, "COVERING_DEFAULT_MAX_M", gemm_sm90.STREAMING_DEFAULT_MAX_M)
+        return SPACE.default_config(problem)
+
+
+@pytest.mark.parametrize("problem, variants", _held_lines("judge47_variants.txt"))
+def test_beyond_one_wave_up_to_m_320_the_default_is_the_first_vendor_seed(
+        problem, variants, monkeypatch):
+    # list s47 (held busy, H200, judge47): that seed (the second variant) ran 1.09-1.23x the
+    # default it replaces, at 8 of 8
+    old = _old_default(problem, monkeypatch)
+    assert variants[0] == {} and old != SPACE.default_config(problem)
+    assert SPACE.default_config(problem) == {**old, **variants[1]}
+    assert SPACE.default_config(problem)["cluster"] == "1x2"  # both columns over M pair up
+
+
+@pytest.mark.parametrize("problem, variants", _held_lines("judge48_variants.txt"))
+def test_beyond_m_320_the_default_stands(problem, variants, monkeypatch):
+    # list s48 (judge48): the seed 1.045x the default, but 0.948x and 0.968x at 2 of 8
+    assert 320 < problem["M"] and SPACE.default_config(problem) == _old_default(
+        problem, monkeypatch)
+    assert {**SPACE.default_config(problem), **variants[1]} == SPACE._vendor_layouts(problem)[0]

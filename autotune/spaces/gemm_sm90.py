@@ -353,6 +353,17 @@ VENDOR_NEAR_TIE = 0.03
 # (no cluster). Beyond 256 rows it is unjudged (and no shape tried there sits in the regime:
 # M 257-700, N 32768-196608, K 2048-32768), and the check is skipped.
 STREAMING_DEFAULT_MAX_M = 2 * 128
+# From there up to here, beyond one wave of covering tiles and outside the swapped fours, the
+# default is our first cuBLAS-layout seed (_covering_default: the model's first covering tile,
+# in a 1x2 pair where its columns over M pair up; 256 or 192 rows at these shapes). Held busy
+# beside cuBLAS on 8 drawn unseen shapes (list s47, M 273-320, H200,
+# studies/2026-11-30-h200-gemm-s46/judge47) it ran 1.138x the old default geomean (1.09-1.23x,
+# faster at 8 of 8; 0.988x cuBLAS, the old default 0.868x), and so did the studies before it
+# (278, 304, 308: 1.05-1.18x). A 128-row tile in the same pair with a deeper ring (cuBLAS's
+# 128x144 at 278x57344x8192, 1.07x the seed there) ran 0.952x the seed on list s47 (faster at 1
+# of 8). Beyond 320 it is not the default: on list s48 (M 323-441, .../judge48) the seed ran
+# 1.045x the default, but 0.948x and 0.968x at 2 of 8; in the studies 0.95-1.01x at M 489-854.
+COVERING_DEFAULT_MAX_M = 320
 
 # Shapes of the issue's suite: squares and Llama-3-8B projections (N x K) at several M.
 LLAMA3_8B_NK = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336))
@@ -592,6 +603,10 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           two or more on its device-memory floor (the weights streamed): the streaming pick
           alone (_streaming_pick, STREAMING_DEFAULT_MAX_M: 1.12x the rules below on 8 unseen
           shapes, H200).
+        - 256 < M <= 320 where no covering swapped tile fits one wave: the cost model's first
+          covering swapped tile, in a 1x2 pair where its columns over M pair up (the pair shares
+          each weight tile), as our cuBLAS-layout seeds (_covering_default,
+          COVERING_DEFAULT_MAX_M: 1.14x the rules below on 8 unseen shapes, H200).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -647,6 +662,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         else:
             if M <= STREAMING_DEFAULT_MAX_M and (streaming := self._streaming_default(problem)):
                 return streaming
+            if (STREAMING_DEFAULT_MAX_M < M <= COVERING_DEFAULT_MAX_M
+                    and (covering := self._covering_default(problem))):
+                return covering
             if M <= PADDED_M:
                 narrow = self._narrow_tiles(problem)
                 if self._grid(problem, narrow) <= H100_SMS:
@@ -971,31 +989,44 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
 
     def _vendor_layouts(self, problem: Problem) -> list[Config]:
         """Swapped tiles covering M as cuBLAS's do (VENDOR_ROWS), at M >= VENDOR_MIN_M: where
-        some fit one wave, the two of least area (then fewest rows loaded); else the cost
-        model's first of them and the one with the fullest last wave of its near ties
-        (VENDOR_NEAR_TIE). Each in a 1x2 pair where its columns along M pair up (beyond one
-        wave only the first, up to VENDOR_PAIRS_MAX_M), the first also alone, the second alone
-        if unpaired."""
-        M, N = problem["M"], problem["N"]
-        if M < VENDOR_MIN_M:
+        some fit one wave, the two of least area (then fewest rows loaded); else those of
+        _beyond_wave_layouts. Each in a 1x2 pair where its columns along M pair up, the first
+        also alone, the second alone if unpaired."""
+        if problem["M"] < VENDOR_MIN_M:
             return []
         base = self.default_config(problem)
         picks = self._one_wave_covering(problem, base)[:2]
-        beyond = not picks
-        if beyond:
-            legal = self._covering_tiles(problem, base)
-            if not legal:
-                return []
-            if len(streaming := self._on_floor(problem, legal)) > 1:
-                pick = self._streaming_pick(problem, streaming)
-                even = -(-N // kernel_config(pick).blk_m) % 2 == 0
-                return self.legal_variants(problem, base,
-                                           [pick] + ([{**pick, "cluster": "2x1"}] if even else []))
-            ms = {id(c): self.estimate_ms(c, problem) for c in legal}
-            first = min(legal, key=lambda c: ms[id(c)])
-            near = [c for c in legal if ms[id(c)] <= ms[id(first)] * (1 + VENDOR_NEAR_TIE)]
-            fullest = max(near, key=lambda c: (self._last_wave_fill(c, problem), -ms[id(c)]))
-            picks = [(kernel_config(c).blk_m, c["blk_n"]) for c in (first, fullest)]
+        if not picks:
+            return self._beyond_wave_layouts(problem, base)
+        return self._paired_layouts(problem, base, picks, beyond=False)
+
+    def _beyond_wave_layouts(self, problem: Problem, base: Config) -> list[Config]:
+        """Where no covering tile fits one wave: the streaming pick and its 2x1 pair where the
+        cost model puts two or more covering tiles on its floor (_streaming_pick); else the
+        model's first covering tile and the one with the fullest last wave of its near ties
+        (VENDOR_NEAR_TIE), in a 1x2 pair only the first and up to VENDOR_PAIRS_MAX_M."""
+        N = problem["N"]
+        legal = self._covering_tiles(problem, base)
+        if not legal:
+            return []
+        if len(streaming := self._on_floor(problem, legal)) > 1:
+            pick = self._streaming_pick(problem, streaming)
+            even = -(-N // kernel_config(pick).blk_m) % 2 == 0
+            return self.legal_variants(problem, base,
+                                       [pick] + ([{**pick, "cluster": "2x1"}] if even else []))
+        ms = {id(c): self.estimate_ms(c, problem) for c in legal}
+        first = min(legal, key=lambda c: ms[id(c)])
+        near = [c for c in legal if ms[id(c)] <= ms[id(first)] * (1 + VENDOR_NEAR_TIE)]
+        fullest = max(near, key=lambda c: (self._last_wave_fill(c, problem), -ms[id(c)]))
+        picks = [(kernel_config(c).blk_m, c["blk_n"]) for c in (first, fullest)]
+        return self._paired_layouts(problem, base, picks, beyond=True)
+
+    def _paired_layouts(self, problem: Problem, base: Config, picks: list[tuple[int, int]],
+                        beyond: bool) -> list[Config]:
+        """The (rows, width) `picks` as swapped tiles: each in a 1x2 pair where its columns
+        along M pair up (beyond one wave only the first, up to VENDOR_PAIRS_MAX_M), the first
+        also alone, the second alone if unpaired."""
+        M = problem["M"]
         configs = []
         for i, (rows, w) in enumerate(picks):
             paired = -(-M // w) % 2 == 0 and (not beyond or (M <= VENDOR_PAIRS_MAX_M and i == 0))
@@ -1042,6 +1073,15 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             return None
         streaming = self._on_floor(problem, self._covering_tiles(problem, base))
         return self._streaming_pick(problem, streaming) if len(streaming) > 1 else None
+
+    def _covering_default(self, problem: Problem) -> Config | None:
+        """Beyond one wave of covering tiles: the first of _beyond_wave_layouts (the model's
+        first covering tile, in a 1x2 pair where its columns over M pair up; the streaming pick
+        where the weights stream), else None. COVERING_DEFAULT_MAX_M says where."""
+        base = self._complete()
+        if self._one_wave_covering(problem, base):
+            return None
+        return next(iter(self._beyond_wave_layouts(problem, base)), None)
 
     def _streaming_pick(self, problem: Problem, tiles: list[Config]) -> Config:
         """Where the cost model puts several covering tiles on its device-memory floor, it
