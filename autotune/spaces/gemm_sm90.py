@@ -362,7 +362,8 @@ STREAMING_DEFAULT_MAX_M = 2 * 128
 # (278, 304, 308: 1.05-1.18x). A 128-row tile in the same pair with a deeper ring (cuBLAS's
 # 128x144 at 278x57344x8192, 1.07x the seed there) ran 0.952x the seed on list s47 (faster at 1
 # of 8). Beyond 320 it is not the default: on list s48 (M 323-441, .../judge48) the seed ran
-# 1.045x the default, but 0.948x and 0.968x at 2 of 8; in the studies 0.95-1.01x at M 489-854.
+# 1.045x the default, but 0.948x and 0.968x at 2 of 8; in the studies at M 489-854 0.95-1.01x
+# at 8 of 9 (1.07x at 713x131072x5120; .../s46/seed_over_default.txt).
 COVERING_DEFAULT_MAX_M = 320
 
 # Shapes of the suite: squares and Llama-3-8B projections (N x K) at several M.
