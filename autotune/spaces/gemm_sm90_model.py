@@ -49,8 +49,10 @@ MEMORY_LATENCY_S = 8e-7  # what Little's law needs in flight per SM to sustain i
 # The pair and split factors below stay at their optima (swept again at 7e10). The held-busy
 # tables (every kernel back to back at the power limit, not the tuner's protocol) split by
 # device: H200 262 tables 0.713 -> 0.757, H100 151 tables 0.759 -> 0.684 (skinny split-K
-# variants of sessions 17-22 mostly; .../model_sm_max_held.txt); the studies' trials, timed as
-# the tuner times, decide.
+# variants of sessions 17-22 mostly; .../model_sm_max_held.txt; in session 37, each variant read
+# as the full config its check logged, H200 295 tables 0.692 -> 0.739, H100 0.767 -> 0.694:
+# studies/2026-11-30-h200-gemm-s46/model_sm_max_held.txt); the studies' trials, timed as the
+# tuner times, decide.
 SM_MAX_BYTES_PER_S = 7e10
 SPLIT_SYNC_S = 1.5e-6  # split-K: the cluster's barrier and DSMEM exchange, per reduction step
 SMEM_PER_SM = 232448

@@ -1,7 +1,10 @@
 """The held-busy tables (scripts/power.py: each variant back to back beside cuBLAS, at the power
 limit) as a second check of the cost model's per-SM load ceiling: per device, the share of
 variant pairs > 3% apart that the model orders right (equal estimates count half), at each
-SM_MAX_BYTES_PER_S. Variants the space now refuses are left out.
+SM_MAX_BYTES_PER_S. Variants the space now refuses are left out. A variant is the full config
+its check logged beside the table (check_<shape>.log, in the table's order; JSON over the
+default of its day, which a later default rule would change); JSON over today's default only
+where no such log matches.
 
     python studies/2026-11-29-h200-gemm-s42/model_sm_max_held.py > .../model_sm_max_held.txt
 """
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from autotune.spaces import gemm_sm90_model as model
 from autotune.spaces.gemm_sm90 import GemmSm90Space
+from autotune.store.format import LATE_KNOBS
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACE = GemmSm90Space()
@@ -28,16 +32,34 @@ def tables(device: str) -> list:
         except (ValueError, IndexError, KeyError):
             continue
         base = SPACE.default_config(problem)
-        timed = []
+        measured = []
         for row in rows:
             try:
-                config = {**base, **json.loads(row["variant"])}
+                measured.append(({**base, **json.loads(row["variant"])}, float(row["ms"])))
             except (json.JSONDecodeError, TypeError):
                 continue  # the vendor's row
-            if not SPACE.violations(config, problem):
-                timed.append((config, float(row["ms"])))
+        checked = checked_configs(Path(path).parent / f"check_{rows[0]['shape']}.log")
+        if len(checked) == len(measured):
+            measured = [(config, ms) for config, (_, ms) in zip(checked, measured)]
+        timed = [(c, ms) for c, ms in measured if not SPACE.violations(c, problem)]
         if len(timed) > 1:
             out.append((problem, timed))
+    return out
+
+
+def checked_configs(log: Path) -> list[dict]:
+    """The full configs scripts/check_configs.py logged, in order ('<problem> {json}: ok'), the
+    knobs the space gained since at the values they then had (LATE_KNOBS; `pingpong` became
+    `schedule`)."""
+    if not log.exists():
+        return []
+    out = []
+    for line in log.read_text().splitlines():
+        if line.startswith("M=") and "{" in line:
+            config = json.loads(line[line.index("{"):line.rindex("}") + 1])
+            if config.pop("pingpong", False):
+                config["schedule"] = "pingpong"
+            out.append({**LATE_KNOBS, **config})
     return out
 
 
