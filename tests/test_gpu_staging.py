@@ -105,6 +105,6 @@ def test_parts_leave_room_for_the_tree_a_call_carries(monkeypatch):
     bundle = _bundle_module()
     tree = bundle.tree_bytes()
     assert tree > 1 << 20  # the checkout's tracked files, studies/ among them
-    monkeypatch.setattr(bundle, "tree_bytes", lambda: bundle.CALL - 3 * 2**20)
+    monkeypatch.setattr(bundle, "tree_bytes", lambda: bundle.CALL - bundle.PART_MARGIN - 2**20)
     with pytest.raises(SystemExit, match="leaves 1.0 MiB of a call"):
         bundle.stage_parts(Path("unused"), Path("unused"))
