@@ -10,6 +10,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 
 from autotune.spaces.base import IllegalConfig
+from autotune.spaces import gemm_sm90
 from autotune.spaces.gemm_sm90 import KNOBS, SUITE, GemmSm90Space, kernel_config
 from autotune.spaces.sampling import legal_draws, random_config
 from kernels.gemm._sm90_config import CO_RESIDENT_CLUSTERS
@@ -419,13 +420,44 @@ def test_decode_default_splits_k_only_under_24_weight_tiles(shape, split):
     assert config["swap_ab"] and config["split_k"] == split
 
 
-def test_large_default_narrows_tiles_that_fill_one_wave_badly():
+def _before_rows_256(shape: str, monkeypatch) -> dict:
+    """The default as the rules before ROWS_256 take it (the 128-row width and 192-row
+    decisions these tests are about; where ROWS_256 holds, their 128x256 becomes 256x192)."""
+    with monkeypatch.context() as m:
+        m.setattr(gemm_sm90, "ROWS_256_MIN_N", 1 << 30)
+        return SPACE.default_config(SPACE.parse_problem(shape))
+
+
+def test_large_default_narrows_tiles_that_fill_one_wave_badly(monkeypatch):
     # 4096x640: 96 tiles of 128x256 in one wave of 132 SMs, 5/6 of their columns inside N;
     # 128 tiles of 128x160 fill the wave and N. Shapes of many waves keep 256.
     narrow = SPACE.default_config(SPACE.parse_problem("4096x640x2048"))
     assert (narrow["blk_n"], narrow["cluster"], narrow["persistent"]) == (160, "1x1", True)
     for shape in ("4096x4096x4096", "8192x8192x8192", "2048x2048x2048"):
-        assert SPACE.default_config(SPACE.parse_problem(shape))["blk_n"] == 256
+        assert _before_rows_256(shape, monkeypatch)["blk_n"] == 256
+
+
+@pytest.mark.parametrize("shape, rows_256", [
+    # list s49 (unseen, H200, held busy): 1.017-1.077x the 128x256 default at 8 of 8
+    ("6962x154112x6144", True), ("5389x36864x2048", True), ("8192x8192x8192", True),
+    ("4096x28672x4096", True),
+    # N or K under the rule's bounds, or rules before it that take other tiles: unchanged
+    ("4096x4096x4096", False), ("8192x6144x1024", False), ("2500x5120x17920", False),
+    ("1100x45056x8192", True), ("4096x640x2048", False), ("1024x28672x4096", False)])
+def test_large_default_takes_256x192_tiles_in_place_of_128x256_where_n_and_k_are_large(
+        shape, rows_256, monkeypatch):
+    problem = SPACE.parse_problem(shape)
+    before, config = _before_rows_256(shape, monkeypatch), SPACE.default_config(problem)
+    if not rows_256:
+        assert config == before
+        return
+    assert (before["wg_m"], before["consumers"], before["blk_n"]) == (64, 2, 256)
+    assert config == {**before, "wg_m": 128, "blk_n": 192, "stages": 3}
+    assert SPACE.violations(config, problem) == []
+    # the 128-row tile it replaced, and the neighbours measured around it, stay seeds
+    seeds = SPACE.seed_configs(problem)
+    assert before in seeds and SPACE._deepest(problem, {**before, "cluster": "2x1"}) in seeds
+    assert any(kernel_config(c).blk_m == 192 and not c["swap_ab"] for c in seeds)
 
 
 @pytest.mark.parametrize("shape, blk_n", [
@@ -445,8 +477,9 @@ def test_large_default_narrows_tiles_that_fill_one_wave_badly():
     # 16 waves of 256 against 18 of 224, 21 of 192 and 15 of 192x192 (more area): 256 stays
     ("8192x8192x8192", 256),
 ])
-def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(shape, blk_n):
-    config = SPACE.default_config(SPACE.parse_problem(shape))
+def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(
+        shape, blk_n, monkeypatch):
+    config = _before_rows_256(shape, monkeypatch)
     assert (config["consumers"], config["blk_n"], config["cluster"], config["persistent"]) == (
         2, blk_n, "1x1", True)
 
@@ -471,10 +504,10 @@ def test_large_default_of_many_waves_narrows_only_for_a_mostly_idle_last_wave(sh
     ("3100x8192x22016", 128, 320, "1x1"),
 ])
 def test_large_default_takes_192_row_tiles_only_for_a_clear_cut_in_waves_x_area(
-        shape, rows, blk_n, cluster):
+        shape, rows, blk_n, cluster, monkeypatch):
     # H100 figures: 192-row tile / the 128-row default, studies/2026-11-23-h100-gemm-s7/
     problem = SPACE.parse_problem(shape)
-    config = SPACE.default_config(problem)
+    config = _before_rows_256(shape, monkeypatch)
     assert (config["consumers"] * config["wg_m"], config["blk_n"]) == (rows, blk_n)
     assert config["cluster"] == cluster and SPACE.violations(config, problem) == []
 

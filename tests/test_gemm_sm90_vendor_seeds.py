@@ -183,7 +183,8 @@ def test_off_the_memory_floor_the_default_stands():
 
 def _held_lines(name):
     """(problem, [config, ...]) of each line of a held-busy variants file of session 37: JSON
-    configs over the default of its day (893a252), the default first ('{}')."""
+    configs over the default of its day (893a252), the default first ('{}'); judge49 and
+    judge50 hold full configs, the old default first."""
     path = Path(__file__).parents[1] / "studies/2026-11-30-h200-gemm-s46" / name
     out = []
     for line in path.read_text().splitlines():
@@ -215,3 +216,23 @@ def test_beyond_m_320_the_default_stands(problem, variants, monkeypatch):
     assert 320 < problem["M"] and SPACE.default_config(problem) == _old_default(
         problem, monkeypatch)
     assert {**SPACE.default_config(problem), **variants[1]} == SPACE._vendor_layouts(problem)[0]
+
+
+@pytest.mark.parametrize("problem, variants", _held_lines("judge50_variants.txt"))
+def test_list_s50_was_drawn_where_the_covering_rule_changes_the_default(
+        problem, variants, monkeypatch):
+    # list s50 (full configs, the old default first; held busy, H200, s49/judge50): the rule's
+    # default ran 1.04-1.35x the old one at 8 of 8, 1.188x geomean
+    assert _old_default(problem, monkeypatch) == variants[0]
+    assert SPACE.default_config(problem) == variants[1]
+
+
+@pytest.mark.parametrize("problem, variants", _held_lines("judge49_variants.txt"))
+def test_list_s49_runs_the_256x192_default_it_judged(problem, variants, monkeypatch):
+    # list s49 (full configs, the old default first; held busy, H200, s49/judge49): 256x192
+    # three-stage tiles ran 1.017-1.077x the 128x256 default at 8 of 8, 1.043x geomean
+    with monkeypatch.context() as m:
+        m.setattr(gemm_sm90, "ROWS_256_MIN_N", 1 << 30)
+        assert SPACE.default_config(problem) == variants[0]
+    assert SPACE.default_config(problem) == variants[1]
+    assert variants[0] in SPACE.seed_configs(problem)

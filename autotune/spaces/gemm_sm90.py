@@ -234,6 +234,20 @@ ROWS_192_MIN_GAIN = 0.08
 # 517x6144x32768, 600x5120x13824, 606x5120x2048, 729x4304x1152, 953x8192x3840, 684x4864x7168
 # (studies/2026-11-24-h100-gemm-s15/power*).
 MEDIUM_ROWS_192_MIN_GAIN = 0.05
+# 256-row tiles (two 128-row consumers) 192 wide, the deepest ring (3 stages), where the rules
+# above take 128x256 unswapped and N, K are at least these: 256 rows of A and 192 of B loaded
+# per K step for 256 x 192 outputs (448 rows for 49152) against 128 + 256 for 32768, 22% fewer
+# rows per output. The committed H200 studies timed both at 19 such shapes: 1.049x the default,
+# faster at 18 (.../s46/seed_over_default.txt). Judged on list s49 (8 drawn unseen shapes, M
+# 3242-8050, committed before measuring; held busy beside cuBLAS on an H200,
+# studies/2026-11-30-h200-gemm-s49/judge49): 1.043x the default geomean (1.017-1.077x, faster at
+# 8 of 8), 0.978x cuBLAS against the default's 0.938x. In the same tiles, cuBLAS's usual
+# 192x208 with two consumers splitting the columns ran 0.960x the default. In pairs they ran
+# slower than alone at M > 1024 (1x2 0.985x, 2x1 0.963x at 8 seen shapes, .../s49/pairs), as
+# LARGE_CLUSTER says. On the H100 (its studies, older templates) 1.005x at 10 shapes: the rule
+# holds for the H200's judged range, and is as good as level on the H100.
+ROWS_256_MIN_N = 6144
+ROWS_256_MIN_K = 2048
 # Few tiles, long K (M > 256, K >= 8192): where 128-row tiles leave SMs idle (66-88 of 132 busy),
 # one wave of 64-row one-consumer tiles whose width divides N exactly, the narrowest such width
 # (most CTAs), where it launches >= 1.25x the CTAs. A padded last tile column is what lost:
@@ -361,7 +375,10 @@ STREAMING_DEFAULT_MAX_M = 2 * 128
 # faster at 8 of 8; 0.988x cuBLAS, the old default 0.868x), and so did the studies before it
 # (278, 304, 308: 1.05-1.18x). A 128-row tile in the same pair with a deeper ring (cuBLAS's
 # 128x144 at 278x57344x8192, 1.07x the seed there) ran 0.952x the seed on list s47 (faster at 1
-# of 8). Beyond 320 it is not the default: on list s48 (M 323-441, .../judge48) the seed ran
+# of 8). Confirmed as a rule on list s50 (8 more drawn unseen shapes, M 266-317, committed with
+# the rule before measuring; studies/2026-11-30-h200-gemm-s49/judge50): 1.188x the old default
+# (1.04-1.35x, faster at 8 of 8; 0.973x cuBLAS, the old default 0.819x). Beyond 320 it is not
+# the default: on list s48 (M 323-441, .../judge48) the seed ran
 # 1.045x the default, but 0.948x and 0.968x at 2 of 8; in the studies at M 489-854 0.95-1.01x
 # at 8 of 9 (1.07x at 713x131072x5120; .../s46/seed_over_default.txt).
 COVERING_DEFAULT_MAX_M = 320
@@ -607,7 +624,8 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         - 256 < M <= 320 where no covering swapped tile fits one wave: the cost model's first
           covering swapped tile, in a 1x2 pair where its columns over M pair up (the pair shares
           each weight tile), as our cuBLAS-layout seeds (_covering_default,
-          COVERING_DEFAULT_MAX_M: 1.14x the rules below on 8 unseen shapes, H200).
+          COVERING_DEFAULT_MAX_M: 1.14x and 1.19x the rules below on two lists of 8
+          unseen shapes, H200).
         - few tiles, M > 128: where these rules launch fewer CTAs than half the SMs
           (small N), the skinny rule's tiles (BLK_N >= 64): one tile per CTA, the deepest ring
           (12 stages), TMA-store epilogue (256x1000x4096: 9.9 us against 21.5 with 16 tiles
@@ -621,7 +639,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
           stages). When 256-wide tiles take at most two waves, the width of 128..384, either
           orientation, with the fewest waves x BLK_N (4096x640x2048: 128 tiles of 128x160 in
           one wave, 17.8 us against 24.1 with 96 of 128x256; _large). 192-row
-          tiles (three consumers) where they clearly cut waves x area (ROWS_192_*).
+          tiles (three consumers) where they clearly cut waves x area (ROWS_192_*). Where
+          128x256 stays and N >= 6144, K >= 2048: 256x192 tiles (two 128-row consumers, 3
+          stages; ROWS_256_*: 1.043x on 8 unseen shapes, H200).
         - never stream-K (the knob): a rule that took it where the wave model promised >= 10%
           (idle last waves, >= 32 K tiles) was 1.2-2.5x slower than the tiled configs on all 9
           shapes it served on the H100 (600x5120x13824 0.336 ms vs 0.135, 512x4096x4096 0.050 vs
@@ -709,7 +729,7 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             wg_m=64, consumers=1, blk_n=widths[0], blk_k=64, persistent=False))
         return config if self.violations(narrow, problem) else narrow
 
-    def _large(self, problem: Problem) -> Config:
+    def _large(self, problem: Problem, rows_256: bool = True) -> Config:
         """128-row tiles of two consumers, no cluster, persistent. BLK_N 256, unless those
         tiles take at most two waves of the SMs: then the LARGE_BLK_N width with the fewest
         waves x BLK_N (a wave's time grows with its tiles' width), the widest on a tie
@@ -725,7 +745,9 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         studies/2026-11-24-h100-gemm-s14/).
 
         No cluster (LARGE_CLUSTER): our 2x1 and 1x2 pairs ran 1.01-1.05x slower than the same
-        tiles alone, held busy on 4 of 5 large shapes, level on the fifth."""
+        tiles alone, held busy on 4 of 5 large shapes, level on the fifth. Then 256x192 tiles in
+        place of 128x256 where N and K are large (ROWS_256_*; `rows_256=False`: the rules
+        before that one)."""
         def cost(tile):  # (BLK_N, swapped) of 128-row tiles
             return _waves_x_width(problem, 128, *tile)
 
@@ -746,7 +768,17 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
         config = self._complete(wg_m=64, consumers=2, blk_n=blk_n, blk_k=64, stages=4,
                                 cluster=LARGE_CLUSTER, swap_ab=swap)
         config = config if blk_n == 256 else self._deepest(problem, config)
-        return self._rows_192(problem, config)
+        config = self._rows_192(problem, config)
+        return self._rows_256(problem, config) if rows_256 else config
+
+    def _rows_256(self, problem: Problem, config: Config) -> Config:
+        """`config`, or 256x192 tiles (two 128-row consumers, the deepest ring) where it is
+        128x256 unswapped and N, K reach ROWS_256_MIN_N, ROWS_256_MIN_K."""
+        tile = (config["wg_m"], config["consumers"], config["blk_n"], config["swap_ab"])
+        if (tile != (64, 2, 256, False) or problem["N"] < ROWS_256_MIN_N
+                or problem["K"] < ROWS_256_MIN_K):
+            return config
+        return self._deepest(problem, {**config, "wg_m": 128, "blk_n": 192})
 
     def _rows_192(self, problem: Problem, config: Config,
                   min_gain: float = ROWS_192_MIN_GAIN) -> Config:
@@ -949,29 +981,38 @@ class GemmSm90Space(CategoricalKnobs, SearchSpace):
             if fours:
                 tries.append(fours)
         else:
-            tries = [v(stages=3), v(cluster="2x1"), v(cluster="1x2"), v(persistent=False),
-                     v(raster="n"), v(group=16), v(blk_n=192), v(wg_m=128, blk_n=128),
-                     v(epilogue="reg"), v(consumers=2, blk_n=256)]
-            tries += [v(consumers=3, blk_n=n) for n in ROWS_192_BLK_N]
+            # around the 128-row tile the rules take before ROWS_256 (itself a seed where
+            # that rule took 256x192 tiles): its neighbours are the ones measured
+            around = self._large(problem, rows_256=False)
+            around = around if self._rows_256(problem, around) == base else base
+
+            def u(**kw):
+                return self._deepest(problem, {**around, **kw})
+
+            tries = [around, u(stages=3), u(cluster="2x1"), u(cluster="1x2"),
+                     u(persistent=False), u(raster="n"), u(group=16), u(blk_n=192),
+                     u(wg_m=128, blk_n=128), u(epilogue="reg"), u(consumers=2, blk_n=256)]
+            tries += [u(consumers=3, blk_n=n) for n in ROWS_192_BLK_N]
             # 256x192 (two 128-row consumers, 3 stages): held busy at the H100's power cap,
             # 1.024x the default at 4096x6144x4096 (as fast as cuBLAS); level or slower at
-            # 4096x28672x4096, 8192^3 and 4096x4096x14336 (studies/2026-11-24-h100-gemm-s9/)
-            tries.append(v(consumers=2, wg_m=128, blk_n=192))
+            # 4096x28672x4096, 8192^3 and 4096x4096x14336 (studies/2026-11-24-h100-gemm-s9/);
+            # the default where ROWS_256 holds (H200)
+            tries.append(u(consumers=2, wg_m=128, blk_n=192))
             # swapped 192x192 tiles: held busy 1.01x the s11 study's winner at 3093x21888x2048;
             # won session 12's study at 5164x4608x18432, 1.06x the default
             # (studies/2026-11-24-h100-gemm-s12/; alone as fast as in 2x1 pairs, s13)
-            tries.append(v(swap_ab=True, consumers=3, blk_n=192))
+            tries.append(u(swap_ab=True, consumers=3, blk_n=192))
             # swapped 128x256 tiles (cuBLAS's 128x248 shape): 1.088x the s12 study's winner
             # at 2921x1408x6144, 0.969x cuBLAS, held busy (studies/2026-11-24-h100-gemm-s13/)
-            tries.append(v(swap_ab=True, consumers=2, blk_n=256))
+            tries.append(u(swap_ab=True, consumers=2, blk_n=256))
             if problem["K"] <= 512:
                 # ping-pong 128x128 tiles, where a tile's epilogue is the largest share of its
                 # time: held busy on an H200, 1.042x the default at 3547x3904x512, 0.999x at
                 # 2515x14080x512; at K 1024-11264 0.895-0.993x, the default's own tiles
                 # ping-pong 0.85-0.98x at all 11 (studies/2026-11-28-h200-gemm-s24/pingpong/)
-                tries.append(v(schedule="pingpong", wg_m=128, blk_n=128, swap_ab=False))
-            tries += self._wide_tiles(problem, v)
-            tries += self._swapped_wave_fit(problem, v)
+                tries.append(u(schedule="pingpong", wg_m=128, blk_n=128, swap_ab=False))
+            tries += self._wide_tiles(problem, u)
+            tries += self._swapped_wave_fit(problem, u)
             tries += self._narrow_family(problem)
         if M <= FITTED_FOURS_MAX_M and (fitted := self._fitted_fours(problem)):
             tries.append(fitted)
