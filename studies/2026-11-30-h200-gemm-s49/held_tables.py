@@ -15,7 +15,8 @@ HERE = Path(__file__).parent
 RUNS = {"judge49": "list s49: 256x192 three-stage tiles as the default at M > 1024",
         "judge50": "list s50: the covering rule (256 < M <= 320) beside the default before it",
         "fours": "two-consumer fours (cuBLAS's 4x1 coop tiles) at seen shapes",
-        "pairs": "pairs at M > 1024 at seen shapes"}
+        "pairs": "pairs at M > 1024 at seen shapes",
+        "judge52": "list s52: the skinny 64-row tiles persistent beyond one wave (64 < M <= 128)"}
 
 
 def tile(cfg: dict) -> str:
