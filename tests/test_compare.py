@@ -1,7 +1,9 @@
 """`autotune compare`'s table, plots and report, fed by measurements (no GPU)."""
 
+import json
 import math
 
+import pandas as pd
 import pytest
 
 from autotune.compare import Measurement, comparison_table, markdown_report, write_report
@@ -59,6 +61,17 @@ def test_write_report_writes_csv_plots_and_markdown(tmp_path):
     assert (tmp_path / "table.csv").read_text().splitlines()[0].startswith("problem,tuned_ms")
 
 
+def test_the_table_says_which_config_ran_as_our_kernel(tmp_path):
+    # first use's pick or a store's entry: the CSV names it (JSON), the geomeans name none
+    config = {"blk_n": 256, "wg_m": 64, "persistent": True}
+    write_report([Measurement(KEY, FLOPS, 0.01, 0.02, 0.015, tuned_config=config),
+                  Measurement(BIG, 2 * 4096**3, 0.2, 0.25, 0.19)], tmp_path, "T", {})
+    table = pd.read_csv(tmp_path / "table.csv", keep_default_na=False)
+    assert json.loads(table.tuned_config[0]) == config
+    assert list(table.tuned_config[1:]) == ["", ""]  # none recorded; the geomean row
+    assert "blk_n" not in (tmp_path / "report.md").read_text()
+
+
 def test_compare_from_a_store_file(tmp_path, capsys):
     store = ConfigStore(Header(space="gemm_sm90", kernel="gemm", arch="sm_90a",
                                device="NVIDIA H200", template="x"))
@@ -68,6 +81,8 @@ def test_compare_from_a_store_file(tmp_path, capsys):
     assert compare_cli(["--from-store", str(path), "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert "geomean" in out and "report:" in out
+    table = pd.read_csv(tmp_path / "r" / "table.csv", keep_default_na=False)
+    assert [json.loads(c) for c in table.tuned_config[:2]] == [{"blk_n": 32}, {"blk_n": 256}]
     report = (tmp_path / "r" / "report.md").read_text()
     assert "NVIDIA H200" in report and "1.20" in report  # 0.012 / 0.01
     assert f"{FLOPS / 0.01 / 1e9:.1f}" in report  # TFLOP/s from the plugin's flops

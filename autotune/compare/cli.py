@@ -83,7 +83,8 @@ def _from_store(path: str, kernel: str | None
         return e.vendor_ms if selector.vendor_faster(e.parsed_problem, e.config) else e.time_ms
 
     rows = [Measurement(e.problem, flops(e), e.time_ms, e.default_ms, e.vendor_ms, "recorded",
-                        dispatch_ms=dispatched(e)) for e in store.sorted_entries()]
+                        dispatch_ms=dispatched(e), tuned_config=e.config)
+            for e in store.sorted_entries()]
     context = {"source": f"times recorded in {path}", "times": h.provenance,
                "timer": h.timer or "not recorded (schema 1)", "device": h.device,
                "arch": h.arch, "driver / CUDA": f"{h.driver} / {h.cuda}", "TVM": h.tvm,
@@ -177,6 +178,6 @@ def compare_main(args) -> int:
     table = write_report(done, out, title, context, subsets)
     with pd.option_context("display.width", 200, "display.max_columns", None,
                            "display.float_format", "{:.4g}".format):
-        print(table.drop(columns=["note"]).to_string(index=False))
+        print(table.drop(columns=["note", "tuned_config"]).to_string(index=False))
     print(f"report: {out / 'report.md'}")
     return 0

@@ -81,4 +81,5 @@ def measure(op: Dispatcher, problem: Problem, *, seed: int = 0, rounds: int = 10
     return Measurement(problem.key, space.flops(problem), times.get("tuned"),
                        times.get("default"), times["vendor"], note="; ".join(notes),
                        dispatch_ms=times.get("dispatch"), recorded_ms=recorded, block=in_block,
-                       others={name: times[name] for name in others})
+                       others={name: times[name] for name in others},
+                       tuned_config=picked[0].config if picked else None)

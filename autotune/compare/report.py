@@ -6,6 +6,7 @@ times recorded in a config store)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Callable
@@ -18,6 +19,7 @@ VARIANTS = ("tuned", "default", "vendor", "dispatch")
 RATIOS = (("tuned", "default"), ("tuned", "vendor"), ("dispatch", "default"),
           ("dispatch", "vendor"))
 GEOMEAN = "geomean"
+TEXT_COLUMNS = ("problem", "note", "tuned_config")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +38,9 @@ class Measurement:
     block: dict[str, float] | None = None  # variant -> ms inside a decoder-like graph (block.py)
     # more baselines beside the vendor (Op.other_vendors: attention's "fa2"), ms by name
     others: dict[str, float] = dataclasses.field(default_factory=dict)
+    # the config of "tuned" (what dispatch picked: a store's entry, first use's pick, the
+    # default), so a table says what ran and can be re-run
+    tuned_config: dict | None = None
 
 
 def _geomean(values: pd.Series) -> float:
@@ -77,6 +82,8 @@ def comparison_table(measurements: list[Measurement],
             row.update({f"{name}_ms": ms, f"{name}_tflops": m.flops / ms / 1e9 if m.flops else None,
                         f"tuned_vs_{name}": _ratio(ms, m.tuned_ms)})
         row["note"] = m.note
+        row["tuned_config"] = (json.dumps(m.tuned_config, sort_keys=True, separators=(",", ":"))
+                               if m.tuned_config is not None else "")
         rows.append(row)
     others = list(dict.fromkeys(name for m in measurements for name in m.others))
     columns = (["problem"] + [f"{v}_{unit}" for v in VARIANTS for unit in ("ms", "tflops")]
@@ -85,17 +92,18 @@ def comparison_table(measurements: list[Measurement],
                + ([f"{v}_vs_vendor_block" for v in blocks if v != "vendor"]
                   if "vendor" in blocks else [])
                + [c for n in others for c in (f"{n}_ms", f"{n}_tflops", f"tuned_vs_{n}")]
-               + ["note"])
+               + ["note", "tuned_config"])
     table = pd.DataFrame(rows, columns=columns)
-    numeric = [c for c in table.columns if c not in ("problem", "note")]
+    numeric = [c for c in table.columns if c not in TEXT_COLUMNS]
     table[numeric] = table[numeric].astype(float)
     # Geomeans of rates and ratios only: a geomean of times over different shapes means nothing.
     rates = [c for c in numeric if not c.endswith("_ms")]
-    summary = [{**{c: _geomean(table[c]) for c in rates}, "problem": GEOMEAN, "note": ""}]
+    summary = [{**{c: _geomean(table[c]) for c in rates}, "problem": GEOMEAN, "note": "",
+                "tuned_config": ""}]
     for label, member in (subsets or {}).items():
         part = table[table.problem.map(member)]
         summary.append({**{c: _geomean(part[c]) for c in rates}, "problem": f"{GEOMEAN} {label}",
-                        "note": f"{len(part)} shapes"})
+                        "note": f"{len(part)} shapes", "tuned_config": ""})
     return pd.concat([table, pd.DataFrame(summary)], ignore_index=True)
 
 
