@@ -2,6 +2,8 @@
 times and timer, a stored config that lost to today's default gives way to it, and a shape the
 tables cannot re-time stops it with its name."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -83,6 +85,16 @@ def test_shapes_the_tables_cannot_retime_are_named():
         retime(old_store(), SPACE, table(*rows))
     assert f"no compare row for {key(2048)}" in str(err.value)
     assert f"another config than the stored one for {key(512)}" in str(err.value)
+
+
+def test_a_row_naming_another_config_than_the_stored_one_stops_it():
+    # compare's table names the config it ran (tuned_config): a store changed since the table
+    named = table(*ROWS).assign(tuned_config=[json.dumps(tuned(16)), json.dumps(default(2048)),
+                                              json.dumps(default(512))])
+    with pytest.raises(UserError, match=f"another config than the stored one for {key(2048)}$"):
+        retime(old_store(), SPACE, named)
+    named.loc[key(2048), "tuned_config"] = json.dumps(tuned(2048))
+    assert retime(old_store(), SPACE, named).entries[key(2048)].config == default(2048)
 
 
 def test_tables_lose_their_geomean_rows_and_refuse_a_shape_timed_twice(tmp_path):

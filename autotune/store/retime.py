@@ -11,11 +11,13 @@ were found by studies, only their times went stale. What the other trials measur
 the studies (their trials.csv, under their timer); dispatch weighs the re-timed pair.
 
 Nothing is dropped silently: a stored shape without a row, or whose row timed another config
-than the stored one (dispatch served something else), stops the re-timing with its name."""
+than the stored one (dispatch served something else, or the row's `tuned_config` is not the
+stored config: the store changed since), stops the re-timing with its name."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pandas as pd
 
@@ -60,12 +62,21 @@ def retimed_entry(entry: Entry, row: pd.Series, default) -> Entry:
                                source=f"re-timed ({why}; was {entry.source})")
 
 
+def _timed_another(entry: Entry, row: pd.Series) -> bool:
+    """Whether compare's `row` timed a config other than `entry`'s: dispatch served something
+    else (its note), or the row names another config (a store changed since the table)."""
+    if not str(row.get("note")).startswith(EXACT_NOTE):
+        return True
+    named = row.get("tuned_config")  # absent from tables older than the column
+    return isinstance(named, str) and bool(named) and json.loads(named) != entry.config
+
+
 def retime(store: ConfigStore, space: SearchSpace, table: pd.DataFrame) -> ConfigStore:
     """A store of `store`'s shapes with the times of compare's `table` (read_tables) and the
     protocol's timer in its header; UserError naming every shape the table cannot re-time."""
     missing = [k for k in sorted(store.entries) if k not in table.index]
     served = [k for k in sorted(store.entries) if k in table.index
-              and not str(table.at[k, "note"]).startswith(EXACT_NOTE)]
+              and _timed_another(store.entries[k], table.loc[k])]
     if missing or served:
         raise UserError("cannot re-time the store: "
                         + "; ".join(filter(None, (
