@@ -43,7 +43,8 @@ def test_other_vendors_get_columns_and_ratios():
             Measurement(p.key.replace("batch=4", "batch=2"), SPACE.flops(p) / 2, 0.3, 0.3, 0.2,
                         others={"fa2": 0.6})]
     table = comparison_table(rows)
-    assert list(table.columns[-4:]) == ["fa2_ms", "fa2_tflops", "tuned_vs_fa2", "note"]
+    assert list(table.columns[-5:]) == ["fa2_ms", "fa2_tflops", "tuned_vs_fa2", "note",
+                                        "tuned_config"]
     assert table.loc[0, "tuned_vs_fa2"] == pytest.approx(2.0)
     assert table.loc[0, "fa2_tflops"] == pytest.approx(SPACE.flops(p) / 1.0 / 1e9)
     assert table.iloc[-1]["tuned_vs_fa2"] == pytest.approx(2.0)  # the geomean row
