@@ -169,8 +169,8 @@ PADDED_M = 3 * 64
 # than one wave 0.945x on 4, which this form declines again.
 SWAPPED_SKINNY_M = 96
 # Where the skinny rule's 64-row tiles take more than one wave (BLK_N 256 there), persistent
-# CTAs: a CTA launched per tile waits on the launch and its prologue while the weights it
-# streams could be loading. The committed studies timed both at 6 such shapes, persistent
+# CTAs (the likely why, not measured apart: a CTA launched per tile waits on its launch and
+# prologue while the weights it streams could be loading). The committed studies timed both at 6 such shapes, persistent
 # faster at 6 of 6 (H200 79x36864x7168 1.057x, 99x46080x3072 1.161x, 128x28672x4096 1.011x; H100
 # 115x28672x5120 1.035x, 1.096x, 128x28672x4096 1.012x); within one wave level (0.99-1.01x at 7).
 # Judged on list s52 (8 drawn unseen shapes, M 68-125, N 47104-152576, committed before
@@ -389,9 +389,9 @@ STREAMING_DEFAULT_MAX_M = 2 * 128
 # of 8). Confirmed as a rule on list s50 (8 more drawn unseen shapes, M 266-317, committed with
 # the rule before measuring; studies/2026-11-30-h200-gemm-s49/judge50): 1.188x the old default
 # (1.04-1.35x, faster at 8 of 8; 0.973x cuBLAS, the old default 0.819x). Beyond 320 it is not
-# the default: on list s48 (M 323-441, .../judge48) the seed ran
-# 1.045x the default, but 0.948x and 0.968x at 2 of 8; in the studies at M 489-854 0.95-1.01x
-# at 8 of 9 (1.07x at 713x131072x5120; .../s46/seed_over_default.txt).
+# the default: on list s48 (M 323-441, .../judge48) the seed ran 1.045x the default, but 0.948x
+# and 0.968x at 2 of 8; in the studies at M 489-854 0.95-1.01x at 8 of 9 (1.07x at
+# 713x131072x5120; .../s46/seed_over_default.txt).
 COVERING_DEFAULT_MAX_M = 320
 
 # Shapes of the suite: squares and Llama-3-8B projections (N x K) at several M.
