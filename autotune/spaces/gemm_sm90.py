@@ -170,9 +170,10 @@ PADDED_M = 3 * 64
 SWAPPED_SKINNY_M = 96
 # Where the skinny rule's 64-row tiles take more than one wave (BLK_N 256 there), persistent
 # CTAs (the likely why, not measured apart: a CTA launched per tile waits on its launch and
-# prologue while the weights it streams could be loading). The committed studies timed both at 6 such shapes, persistent
-# faster at 6 of 6 (H200 79x36864x7168 1.057x, 99x46080x3072 1.161x, 128x28672x4096 1.011x; H100
-# 115x28672x5120 1.035x, 1.096x, 128x28672x4096 1.012x); within one wave level (0.99-1.01x at 7).
+# prologue while the weights it streams could be loading). The committed studies timed both at
+# 6 such shapes, persistent faster at 6 of 6 (H200 79x36864x7168 1.057x, 99x46080x3072 1.161x,
+# 128x28672x4096 1.011x; H100 115x28672x5120 1.035x, 1.096x, 128x28672x4096 1.012x); within
+# one wave level (0.99-1.01x at 7).
 # Judged on list s52 (8 drawn unseen shapes, M 68-125, N 47104-152576, committed before
 # measuring; held busy beside cuBLAS on an H200, studies/2026-11-30-h200-gemm-s49/judge52):
 # 1.164x the default before it (1.069-1.248x, faster at 8 of 8), 0.936x cuBLAS against its
