@@ -4,10 +4,7 @@ that legal configs compile for sm_90a with zero spills and the Hopper machinery 
 from __future__ import annotations
 
 import itertools
-import json
 import random
-import shlex
-from pathlib import Path
 
 import pytest
 from optuna.distributions import CategoricalDistribution
@@ -421,33 +418,6 @@ def test_decode_default_splits_k_only_under_24_weight_tiles(shape, split):
     problem = SPACE.parse_problem(shape)
     config = SPACE.default_config(problem)
     assert config["swap_ab"] and config["split_k"] == split
-
-
-def _judge52_lines():
-    """List s52's held-busy variants: (problem, [old default, persistent, swapped]) as full
-    configs."""
-    path = Path(__file__).parents[1] / "studies/2026-11-30-h200-gemm-s49/judge52_variants.txt"
-    return [(SPACE.parse_problem(shape), [json.loads(v) for v in variants])
-            for shape, *variants in map(shlex.split, path.read_text().splitlines())]
-
-
-@pytest.mark.parametrize("problem, variants", _judge52_lines())
-def test_skinny_tiles_beyond_one_wave_run_persistent(problem, variants, monkeypatch):
-    # list s52 (held busy, H200, s49/judge52): persistent 1.069-1.248x the default before it
-    with monkeypatch.context() as m:
-        m.setattr(gemm_sm90, "SKINNY_PERSISTENT_MIN_CTAS", 1 << 30)
-        assert SPACE.default_config(problem) == variants[0]
-    assert SPACE.default_config(problem) == {**variants[0], "persistent": True} == variants[1]
-    assert variants[0] in SPACE.seed_configs(problem)
-
-
-@pytest.mark.parametrize("shape", ["101x10240x10240", "120x15872x3968", "128x4096x4096"])
-def test_skinny_tiles_within_one_wave_launch_a_cta_per_tile(shape):
-    # level within one wave in the studies (0.99-1.01x at 7 shapes)
-    problem = SPACE.parse_problem(shape)
-    config = SPACE.default_config(problem)
-    assert (config["wg_m"], config["consumers"], config["swap_ab"]) == (64, 1, False)
-    assert not config["persistent"] and SPACE._grid(problem, config) <= 132
 
 
 def _before_rows_256(shape: str, monkeypatch) -> dict:

@@ -181,11 +181,11 @@ def test_off_the_memory_floor_the_default_stands():
     assert (_rows(config), config["blk_n"], config["swap_ab"]) == (128, 384, False)
 
 
-def _held_lines(name):
-    """(problem, [config, ...]) of each line of a held-busy variants file of session 37: JSON
-    configs over the default of its day (893a252), the default first ('{}'); judge49 and
-    judge50 hold full configs, the old default first."""
-    path = Path(__file__).parents[1] / "studies/2026-11-30-h200-gemm-s46" / name
+def _held_lines(name, folder="2026-11-30-h200-gemm-s46"):
+    """(problem, [config, ...]) of each line of a held-busy variants file of sessions 37-38:
+    JSON configs over the default of its day (893a252), the default first ('{}'); judge49,
+    judge50 and judge52 hold full configs, the old default first."""
+    path = Path(__file__).parents[1] / "studies" / folder / name
     out = []
     for line in path.read_text().splitlines():
         shape, *variants = shlex.split(line)
@@ -236,3 +236,23 @@ def test_list_s49_runs_the_256x192_default_it_judged(problem, variants, monkeypa
         assert SPACE.default_config(problem) == variants[0]
     assert SPACE.default_config(problem) == variants[1]
     assert variants[0] in SPACE.seed_configs(problem)
+
+
+@pytest.mark.parametrize("problem, variants",
+                         _held_lines("judge52_variants.txt", "2026-11-30-h200-gemm-s49"))
+def test_skinny_tiles_beyond_one_wave_run_persistent(problem, variants, monkeypatch):
+    # list s52 (held busy, H200, s49/judge52): persistent 1.069-1.248x the default before it
+    with monkeypatch.context() as m:
+        m.setattr(gemm_sm90, "SKINNY_PERSISTENT_MIN_CTAS", 1 << 30)
+        assert SPACE.default_config(problem) == variants[0]
+    assert SPACE.default_config(problem) == {**variants[0], "persistent": True} == variants[1]
+    assert variants[0] in SPACE.seed_configs(problem)
+
+
+@pytest.mark.parametrize("shape", ["101x10240x10240", "120x15872x3968", "128x4096x4096"])
+def test_skinny_tiles_within_one_wave_launch_a_cta_per_tile(shape):
+    # level within one wave in the studies (0.99-1.01x at 7 shapes)
+    problem = SPACE.parse_problem(shape)
+    config = SPACE.default_config(problem)
+    assert (config["wg_m"], config["consumers"], config["swap_ab"]) == (64, 1, False)
+    assert not config["persistent"] and SPACE._grid(problem, config) <= 132
