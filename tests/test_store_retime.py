@@ -1,7 +1,9 @@
 """Re-timing a store from `autotune compare` tables (autotune/store/retime.py): the protocol's
-times and timer, a stored config that lost to today's default gives way to it, and a shape the
-tables cannot re-time stops it with its name."""
+times and timer, a stored config that lost to today's default gives way to it, a shape the
+tables cannot re-time stops it with its name, and the entries a new default made stale can be
+re-timed alone."""
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -13,7 +15,7 @@ from autotune.spaces.base import Problem
 from autotune.spaces.gemm_sm90 import GemmSm90Space
 from autotune.store import ConfigStore, Entry, Header, config_id
 from autotune.store.__main__ import main
-from autotune.store.retime import read_tables, retime
+from autotune.store.retime import read_tables, retime, stale_keys
 
 SPACE = GemmSm90Space()
 HEADER = Header(space="gemm_sm90", kernel="gemm", arch="sm_90a", device="NVIDIA H100 80GB HBM3",
@@ -116,5 +118,46 @@ def test_the_command_writes_the_retimed_store_or_names_the_problem(tmp_path, cap
     assert ConfigStore.read(path).header.timer == "graph-warm"  # nothing written
     pd.DataFrame(ROWS, columns=COLUMNS).to_csv(csv)
     assert main(["retime", str(path), "--tables", str(csv)]) == 0
-    assert f"1 took today's default: {key(2048)}" in capsys.readouterr().out
+    assert f"3 of 3 entries re-timed ({PROTOCOL}); 1 took today's default: {key(2048)}" \
+        in capsys.readouterr().out
     assert ConfigStore.read(path).header.timer == PROTOCOL
+
+
+def test_stale_names_the_entries_that_never_timed_todays_default():
+    store = old_store()  # measured holds another config's time only: all three are stale
+    assert stale_keys(store, SPACE) == sorted(store.entries)
+    fresh = retime(store, SPACE, table(*ROWS))
+    assert stale_keys(fresh, SPACE) == []
+    # a default rule changes for one shape: that entry's default_ms is another config's time
+    fresh.entries[key(16)] = dataclasses.replace(fresh.entries[key(16)],
+                                                 measured={config_id(tuned(16)): 0.010})
+    assert stale_keys(fresh, SPACE) == [key(16)]
+
+
+def test_partial_retimes_the_listed_entries_and_keeps_the_others():
+    store = retime(old_store(), SPACE, table(*ROWS))
+    row = (key(16), 0.009, 0.008, 0.011, "exact")  # a new default now beats the tuned config
+    out = retime(store, SPACE, table(row), partial=True)
+    assert (out.entries[key(16)].config, out.entries[key(16)].time_ms) == (default(16), 0.008)
+    assert out.entries[key(2048)] is store.entries[key(2048)]
+    with pytest.raises(UserError, match=f"no compare row for {key(2048)}"):
+        retime(store, SPACE, table(row))  # without partial every entry needs its row
+
+
+def test_partial_refuses_a_store_under_another_timer_or_a_table_of_other_shapes():
+    with pytest.raises(UserError, match="timed by 'graph-warm'.*re-time every entry"):
+        retime(old_store(), SPACE, table(ROWS[0]), partial=True)
+    store = retime(old_store(), SPACE, table(*ROWS))
+    with pytest.raises(UserError, match="none of the store's shapes"):
+        retime(store, SPACE, table((key(64), 0.01, 0.01, 0.01, "exact")), partial=True)
+
+
+def test_the_stale_command_lists_shapes_compare_reads_back(tmp_path, capsys):
+    path = tmp_path / "store.json"
+    store = retime(old_store(), SPACE, table(*ROWS))
+    store.entries[key(2048)] = dataclasses.replace(store.entries[key(2048)], measured={})
+    store.write(path)
+    assert main(["stale", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.split() == [key(2048)] and "1 of 3 entries" in err
+    assert SPACE.parse_problem(out.strip()) == Problem.from_key(key(2048))

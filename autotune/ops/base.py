@@ -61,11 +61,13 @@ class Op:
 
     def parse(self, text: str, dtype: str = "bfloat16") -> Problem:
         """A problem from the command line. This default reads the key syntax
-        ("M=64,N=128,K=256"; flags true/false); operations add a shorter one."""
+        ("M=64,N=128,K=256"; flags true/false; a store's key, its dtype named, too: what
+        `python -m autotune.store stale` prints); operations add a shorter one."""
         if not re.fullmatch(r"\s*\w+=\w+(\s*,\s*\w+=\w+)*\s*", text or ""):
             raise ValueError(f"{self.name} shape {text!r} is not of the form "
                              + ",".join(f"{f}=..." for f in self.fields))
-        return self.from_key(",".join(text.replace(" ", "").split(",")) + f",dtype={dtype}")
+        key = ",".join(text.replace(" ", "").split(","))
+        return self.from_key(key if "dtype=" in key else f"{key},dtype={dtype}")
 
     def from_key(self, key: str) -> Problem:
         """A stored problem key, checked against the fields (ValueError naming what is wrong)."""

@@ -24,6 +24,8 @@ class Gemm(Op):
 
     # -- problems -------------------------------------------------------------------------
     def parse(self, text: str, dtype: str = "bfloat16") -> Problem:
+        if "=" in (text or ""):
+            return super().parse(text, dtype)
         m = re.fullmatch(r"\s*(\d+)\s*[xX,]\s*(\d+)\s*[xX,]\s*(\d+)\s*", text)
         if not m:
             raise ValueError(f"GEMM shape {text!r} is not of the form MxNxK (e.g. 4096x4096x4096)")

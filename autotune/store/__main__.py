@@ -1,6 +1,7 @@
-"""python -m autotune.store export|merge|show|restamp|retime: studies -> store files, merging,
-inspection, carrying a store over to a template whose change left its kernels alone, or to the
-timing protocol from `autotune compare`'s tables."""
+"""python -m autotune.store export|merge|show|restamp|retime|stale: studies -> store files,
+merging, inspection, carrying a store over to a template whose change left its kernels alone, or
+to the timing protocol from `autotune compare`'s tables, and which entries a new default made
+stale."""
 
 from __future__ import annotations
 
@@ -71,11 +72,24 @@ def cmd_retime(args) -> int:
     from .retime import read_tables, retime
 
     store = ConfigStore.read(args.file)
-    out = retime(store, get_space(store.header.space), read_tables(args.tables))
+    out = retime(store, get_space(store.header.space), read_tables(args.tables), args.partial)
     out.write(args.out or args.file)
-    lost = sorted(k for k, e in out.entries.items() if e.config != store.entries[k].config)
-    print(f"{args.out or args.file}: {len(out.entries)} entries re-timed ({out.header.timer}); "
-          f"{len(lost)} took today's default: {', '.join(lost) or 'none'}")
+    timed = sorted(k for k, e in out.entries.items() if e is not store.entries[k])
+    lost = [k for k in timed if out.entries[k].config != store.entries[k].config]
+    print(f"{args.out or args.file}: {len(timed)} of {len(out.entries)} entries re-timed "
+          f"({out.header.timer}); {len(lost)} took today's default: {', '.join(lost) or 'none'}")
+    return 0
+
+
+def cmd_stale(args) -> int:
+    from ..spaces import get_space
+    from .retime import stale_keys
+
+    store = ConfigStore.read(args.file)
+    keys = stale_keys(store, get_space(store.header.space))
+    print(*keys, sep="\n")
+    print(f"{len(keys)} of {len(store.entries)} entries never timed today's default",
+          file=sys.stderr)
     return 0
 
 
@@ -107,10 +121,18 @@ def main(argv=None) -> int:
     retime_p.add_argument("file")
     retime_p.add_argument("--tables", nargs="+", required=True, help="compare's table.csv files")
     retime_p.add_argument("--out", help="store file to write (default: FILE itself)")
+    retime_p.add_argument("--partial", action="store_true",
+                          help="re-time only the entries the tables hold (e.g. `stale`'s); "
+                               "the others keep their times (a store under the protocol)")
+    stale_p = sub.add_parser("stale", help="the entries that never timed today's default for "
+                             "their shape (a default rule changed since), one key a line: "
+                             "shapes for `autotune compare --shapes`, then `retime --partial`")
+    stale_p.add_argument("file")
     args = parser.parse_args(argv)
     try:
         return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show,
-                "restamp": cmd_restamp, "retime": cmd_retime}[args.command](args)
+                "restamp": cmd_restamp, "retime": cmd_retime,
+                "stale": cmd_stale}[args.command](args)
     except (UserError, FileNotFoundError) as exc:  # both name what the user got wrong
         print(f"autotune.store: error: {exc}", file=sys.stderr)
         return 2

@@ -71,12 +71,29 @@ def _timed_another(entry: Entry, row: pd.Series) -> bool:
     return isinstance(named, str) and bool(named) and json.loads(named) != entry.config
 
 
-def retime(store: ConfigStore, space: SearchSpace, table: pd.DataFrame) -> ConfigStore:
+def stale_keys(store: ConfigStore, space: SearchSpace) -> list[str]:
+    """The entries that never timed today's default config for their shape: a default rule
+    changed since they were measured, so their `default_ms` (dispatch's evidence where a study
+    did not time the default) is another config's time. Compare then `retime --partial` them."""
+    return [k for k, e in sorted(store.entries.items())
+            if config_id(space.default_config(e.parsed_problem)) not in (e.measured or {})]
+
+
+def retime(store: ConfigStore, space: SearchSpace, table: pd.DataFrame,
+           partial: bool = False) -> ConfigStore:
     """A store of `store`'s shapes with the times of compare's `table` (read_tables) and the
-    protocol's timer in its header; UserError naming every shape the table cannot re-time."""
-    missing = [k for k in sorted(store.entries) if k not in table.index]
-    served = [k for k in sorted(store.entries) if k in table.index
-              and _timed_another(store.entries[k], table.loc[k])]
+    protocol's timer in its header; UserError naming every shape the table cannot re-time.
+    `partial`: only the entries the table holds (e.g. the stale_keys), the others keep their
+    recorded times - for a store already under the protocol, so no store mixes timers."""
+    if partial and store.header.timer != PROTOCOL:
+        raise UserError(f"cannot re-time part of a store timed by {store.header.timer!r}: the "
+                        f"entries left out would keep that timer's times under {PROTOCOL!r}; "
+                        "re-time every entry")
+    listed = [k for k in sorted(store.entries) if k in table.index]
+    if partial and not listed:
+        raise UserError("the tables time none of the store's shapes")
+    missing = [] if partial else [k for k in sorted(store.entries) if k not in table.index]
+    served = [k for k in listed if _timed_another(store.entries[k], table.loc[k])]
     if missing or served:
         raise UserError("cannot re-time the store: "
                         + "; ".join(filter(None, (
@@ -85,6 +102,6 @@ def retime(store: ConfigStore, space: SearchSpace, table: pd.DataFrame) -> Confi
                                        f"{', '.join(served)}"))))
     out = ConfigStore(dataclasses.replace(store.header, timer=PROTOCOL))
     for key, entry in store.entries.items():
-        out.entries[key] = retimed_entry(entry, table.loc[key],
-                                         space.default_config(entry.parsed_problem))
+        out.entries[key] = entry if key not in listed else retimed_entry(
+            entry, table.loc[key], space.default_config(entry.parsed_problem))
     return out
