@@ -24,6 +24,11 @@
 #   after LIST NAME       `autotune compare` with that study's store: our kernel alone after a
 #                         study, the study's recorded time beside compare's, then the kernels
 #                         cuBLAS ran (after_unseen)
+#   stale STORE INDEX     compare (no TVM) at the store's entries that never timed today's
+#                         default (`python -m autotune.store stale`): stored config, default,
+#                         cuBLAS; its table.csv is for `retime --partial` here. INDEX built here
+#                         by `python -m autotune.dispatch prebuild --space gemm_sm90 --store STORE
+#                         --shapes $(python -m autotune.store stale STORE) --no-stored --out INDEX`
 # e.g. (carry build/idx50 build/ncu50):
 #   bash scripts/gpu_steps.sh judge30 held studies/X/judge30/variants.txt build/idx50 \
 #     ncu build/ncu50 266x5120x12288 200x2048x5632
@@ -57,7 +62,11 @@ while [ $# -gt 0 ]; do
   after)
     source scripts/gpu_env.sh; cp $SCRATCH/$2_store.json . 2>/dev/null
     after_unseen "$1" "$2" $((525 - SECONDS)); shift 2 ;;  # cuBLAS's kernels after, <= 60 s
-  *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after)" \
+  stale)
+    export PYTHONPATH=$PWD STORE=$1
+    judge_prebuilt "$(python3 -m autotune.store stale $1)" stale "$(realpath $2)" 0 \
+      $((SECONDS + ${STALE_S:-300})); shift 2 ;;
+  *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after, stale)" \
        | tee -a $BASE/run.log; break ;;
   esac
   cat $R/run.log >> $BASE/run.log 2>/dev/null
