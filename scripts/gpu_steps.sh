@@ -26,7 +26,8 @@
 #                         cuBLAS ran (after_unseen)
 #   stale STORE INDEX     compare (no TVM) at the store's entries that never timed today's
 #                         default (`python -m autotune.store stale`): stored config, default,
-#                         cuBLAS; its table.csv is for `retime --partial` here. INDEX built here
+#                         cuBLAS (STALE_PART=K/N: a part of them); its table.csv is for
+#                         `retime --partial` here. INDEX built here
 #                         by `python -m autotune.dispatch prebuild --space gemm_sm90 --store STORE
 #                         --shapes $(python -m autotune.store stale STORE) --no-stored --out INDEX`
 # e.g. (carry build/idx50 build/ncu50):
@@ -64,7 +65,7 @@ while [ $# -gt 0 ]; do
     after_unseen "$1" "$2" $((525 - SECONDS)); shift 2 ;;  # cuBLAS's kernels after, <= 60 s
   stale)
     export PYTHONPATH=$PWD STORE=$1
-    judge_prebuilt "$(python3 -m autotune.store stale $1)" stale "$(realpath $2)" 0 \
+    judge_prebuilt "$(python3 -m autotune.store stale $1 ${STALE_PART:+--part $STALE_PART})" stale "$(realpath $2)" 0 \
       $((SECONDS + ${STALE_S:-300})); shift 2 ;;
   *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after, stale)" \
        | tee -a $BASE/run.log; break ;;

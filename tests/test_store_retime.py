@@ -161,3 +161,17 @@ def test_the_stale_command_lists_shapes_compare_reads_back(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.split() == [key(2048)] and "1 of 3 entries" in err
     assert SPACE.parse_problem(out.strip()) == Problem.from_key(key(2048))
+
+
+def test_stale_parts_split_the_list_and_a_bad_part_is_named(tmp_path, capsys):
+    path = tmp_path / "store.json"
+    old_store().write(path)  # all three entries stale
+    parts = []
+    for k in (1, 2):
+        assert main(["stale", str(path), "--part", f"{k}/2"]) == 0
+        out, err = capsys.readouterr()
+        parts.append(out.split())
+        assert f"part {k}/2: {len(parts[-1])}" in err
+    assert sorted(parts[0] + parts[1]) == sorted(old_store().entries) and len(parts[0]) == 2
+    assert main(["stale", str(path), "--part", "3/2"]) == 2
+    assert "--part '3/2': expected K/N" in capsys.readouterr().err

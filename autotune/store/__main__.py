@@ -87,9 +87,13 @@ def cmd_stale(args) -> int:
 
     store = ConfigStore.read(args.file)
     keys = stale_keys(store, get_space(store.header.space))
-    print(*keys, sep="\n")
-    print(f"{len(keys)} of {len(store.entries)} entries never timed today's default",
-          file=sys.stderr)
+    part, _, parts = (args.part or "1/1").partition("/")
+    if not (part.isdigit() and parts.isdigit() and 1 <= int(part) <= int(parts)):
+        raise UserError(f"--part {args.part!r}: expected K/N with 1 <= K <= N, e.g. 2/3")
+    mine = keys[int(part) - 1::int(parts)]
+    print(*mine, sep="\n")
+    print(f"{len(keys)} of {len(store.entries)} entries never timed today's default"
+          + (f"; part {part}/{parts}: {len(mine)}" if args.part else ""), file=sys.stderr)
     return 0
 
 
@@ -128,6 +132,8 @@ def main(argv=None) -> int:
                              "their shape (a default rule changed since), one key a line: "
                              "shapes for `autotune compare --shapes`, then `retime --partial`")
     stale_p.add_argument("file")
+    stale_p.add_argument("--part", metavar="K/N",
+                         help="every N-th of them from the K-th: compare them over N calls or GPUs")
     args = parser.parse_args(argv)
     try:
         return {"export": cmd_export, "merge": cmd_merge, "show": cmd_show,
