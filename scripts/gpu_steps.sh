@@ -27,9 +27,10 @@
 #   stale STORE INDEX     compare (no TVM) at the store's entries that never timed today's
 #                         default (`python -m autotune.store stale`): stored config, default,
 #                         cuBLAS (STALE_PART=K/N: a part of them); its table.csv is for
-#                         `retime --partial` here. INDEX built here
-#                         by `python -m autotune.dispatch prebuild --space gemm_sm90 --store STORE
-#                         --shapes $(python -m autotune.store stale STORE) --no-stored --out INDEX`
+#                         `retime --partial` here. INDEX built here by `python -m
+#                         autotune.dispatch prebuild --space gemm_sm90 --store STORE --shapes
+#                         $(python -m autotune.store stale STORE [--part K/N]) --no-stored
+#                         --out INDEX`
 # e.g. (carry build/idx50 build/ncu50):
 #   bash scripts/gpu_steps.sh judge30 held studies/X/judge30/variants.txt build/idx50 \
 #     ncu build/ncu50 266x5120x12288 200x2048x5632
@@ -65,7 +66,9 @@ while [ $# -gt 0 ]; do
     after_unseen "$1" "$2" $((525 - SECONDS)); shift 2 ;;  # cuBLAS's kernels after, <= 60 s
   stale)
     export PYTHONPATH=$PWD STORE=$1
-    judge_prebuilt "$(python3 -m autotune.store stale $1 ${STALE_PART:+--part $STALE_PART})" stale "$(realpath $2)" 0 \
+    shapes=$(python3 -m autotune.store stale $1 ${STALE_PART:+--part $STALE_PART} 2>> $R/run.log)
+    # none stale: compare without --shapes would time every stored shape
+    [ -n "$shapes" ] && judge_prebuilt "$shapes" stale "$(realpath $2)" 0 \
       $((SECONDS + ${STALE_S:-300})); shift 2 ;;
   *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after, stale)" \
        | tee -a $BASE/run.log; break ;;
