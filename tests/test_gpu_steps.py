@@ -58,7 +58,7 @@ def test_an_unknown_step_is_named_and_what_ran_still_comes_back(tmp_path):
     index = tmp_path / "idx"
     (index / "64x64x64" / "default").mkdir(parents=True)
     run, names, log, _ = _run(tmp_path, "ncu", str(index), "bogus", "ncu", str(index))
-    assert "unknown step 'bogus' (held, ncu, sass, tests, stage, study, after)" in log
+    assert "unknown step 'bogus' (held, ncu, sass, tests, stage, study, after, stale)" in log
     assert "1-ncu/ncu-64x64x64.csv" in names and not any(n.startswith("3-") for n in names)
 
 
