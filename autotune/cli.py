@@ -78,11 +78,10 @@ def _make_runner(args, space):
                             cache_dir=args.cache_dir, seed=args.seed,
                             address=args.ray or None, table=args.simulate)
     if args.artifacts:
-        from pathlib import Path
-
         from .bench.compiler import IndexedCompiler
+        from .dispatch.artifacts import open_artifacts
 
-        options.compiler = IndexedCompiler(str(Path(args.artifacts).resolve()))
+        options.compiler = IndexedCompiler(str(open_artifacts(args.artifacts).resolve()))
     return make_runner(name, space, options)
 
 

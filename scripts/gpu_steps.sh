@@ -31,6 +31,8 @@
 #                         autotune.dispatch prebuild --space gemm_sm90 --store STORE --shapes
 #                         $(python -m autotune.store stale STORE [--part K/N]) --no-stored
 #                         --out INDEX`
+# Each INDEX may be a directory or its archive (`python -m autotune.dispatch pack INDEX
+# INDEX.tar.xz`: ~1% of the bytes, so several fit beside the tree in one call's 64 MiB).
 # e.g. (carry build/idx50 build/ncu50):
 #   bash scripts/gpu_steps.sh judge30 held studies/X/judge30/variants.txt build/idx50 \
 #     ncu build/ncu50 266x5120x12288 200x2048x5632
@@ -45,13 +47,13 @@ while [ $# -gt 0 ]; do
   case $step in
   held)
     [ $# -ge 2 ] || { echo "held: VARIANTS INDEX" | tee -a $BASE/run.log; break; }
-    held_busy_from "$1" "$2"; shift 2 ;;
+    held_busy_from "$1" "$(index_dir $2)"; shift 2 ;;
   ncu)
-    idx=$1; shift; shapes=()
+    idx=$(index_dir $1); shift; shapes=()
     while [ $# -gt 0 ] && is_shape "$1"; do shapes+=("$1"); shift; done
     NCU_KEEP_RAW=1 ncu_shapes "$idx" "${shapes[@]}" ;;
   sass)
-    idx=$1; shift
+    idx=$(index_dir $1); shift
     while [ $# -gt 0 ] && is_shape "$1"; do
       OUT=$R timeout 300 bash scripts/ncu_sass.sh "$idx" "$1" > $R/sass-$1.log 2>&1
       echo "sass $1 rc=$? at $SECONDS s" | tee -a $R/run.log; shift
@@ -68,7 +70,7 @@ while [ $# -gt 0 ]; do
     export PYTHONPATH=$PWD STORE=$1
     shapes=$(python3 -m autotune.store stale $1 ${STALE_PART:+--part $STALE_PART} 2>> $R/run.log)
     # none stale: compare without --shapes would time every stored shape
-    [ -n "$shapes" ] && judge_prebuilt "$shapes" stale "$(realpath $2)" 0 \
+    [ -n "$shapes" ] && judge_prebuilt "$shapes" stale "$(index_dir $2)" 0 \
       $((SECONDS + ${STALE_S:-300})); shift 2 ;;
   *) echo "unknown step '$step' (held, ncu, sass, tests, stage, study, after, stale)" \
        | tee -a $BASE/run.log; break ;;

@@ -1,10 +1,9 @@
 # Sourced by the GPU suites (scripts/gpu_suite_s*.sh) with the step name as $1: a results
 # folder $R for it with the GPU's description, the `stage` step (TVM's parts, then exit),
-# the `site` step (optuna and ray, then exit),
-# trials_csv, short_study, unseen_list, sample_clocks, judge_unseen, judge_prebuilt, prebuild_picks,
-# attention_bench, decoder_block, study_unseen, after_unseen, unseen_step, held_busy,
-# variants_vendor, held_busy_from, suite_compare, retime_part, gpu_tests, ncu_shapes and
-# shared_step.
+# the `site` step (optuna and ray, then exit), trials_csv, short_study, index_dir,
+# unseen_list, sample_clocks, judge_unseen, judge_prebuilt, prebuild_picks, attention_bench,
+# decoder_block, study_unseen, after_unseen, unseen_step, held_busy, variants_vendor,
+# held_busy_from, suite_compare, retime_part, gpu_tests, ncu_shapes and shared_step.
 set -e
 SCRATCH=${TMPDIR:-/tmp}
 R=$SCRATCH/results/$1 && rm -rf $R && mkdir -p $R
@@ -25,6 +24,13 @@ short_study() {  # $1 name, $2 trials, $3 seconds, then shapes: a gemm_sm90 stud
     --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 | tail -n 60 > $R/${name}_study.log
   python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/${name}_store.json
   trials_csv $DB $R/${name}_trials.csv
+}
+index_dir() {  # an artifact index's directory: $1 itself, or where its archive (.tar.xz)
+  # unpacks
+  case $1 in
+  *.tar.xz) PYTHONPATH=$PWD python3 -m autotune.dispatch unpack $1 ;;
+  *) realpath $1 ;;
+  esac
 }
 unseen_list() {  # the shapes of an unseen list (studies/unseen_gemm_*.md), on one line; shapes
   # given instead of a file: those

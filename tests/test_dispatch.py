@@ -384,6 +384,58 @@ def test_load_finds_prebuilt_default_kernel_without_tvm(tmp_path):
     assert op.route(FakeTensor(24, 4096), FakeTensor(4096, 4096)).reason == "default"
 
 
+
+def test_an_index_travels_as_one_archive_and_serves_as_the_directory(tmp_path, monkeypatch):
+    from autotune.dispatch.artifacts import open_artifacts, pack
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path / "cache"))
+    space = GemmSm90Space()
+    index = ArtifactIndex(tmp_path / "a")
+    index.add(space, gemm(24), space.default_config(gemm(24)), dummy_artifact("x"))
+    (tmp_path / "a" / "stray").mkdir()  # only what the index names travels
+    assert pack(tmp_path / "a", tmp_path / "a.tar.xz") == 1
+    unpacked = open_artifacts(tmp_path / "a.tar.xz")
+    assert sorted(p.name for p in unpacked.iterdir()) == ["index.json", "x"]
+    assert open_artifacts(tmp_path / "a.tar.xz") == unpacked  # unpacked once per content
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreMismatchWarning)
+        op = load("gemm", store=tmp_path / "none.json", artifacts=tmp_path / "a.tar.xz",
+                  gpu=H200, build=False, load_kernel=Recorder)
+    assert op.route(FakeTensor(24, 4096), FakeTensor(4096, 4096)).reason == "default"
+
+
+@pytest.mark.parametrize("content, why", [(None, "no such"), (b"not xz", "not a readable"),
+                                          ("empty", "no index.json")])
+def test_a_bad_artifact_archive_is_named(tmp_path, monkeypatch, content, why):
+    import tarfile
+
+    from autotune.dispatch.artifacts import open_artifacts
+    from autotune.errors import UserError
+
+    monkeypatch.setenv("AUTOTUNE_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "k.tar.xz"
+    if content == "empty":
+        tarfile.open(path, "w:xz").close()
+    elif content is not None:
+        path.write_bytes(content)
+    with pytest.raises(UserError, match=why):
+        open_artifacts(path)
+    assert not list((tmp_path / "cache").glob("artifacts/*"))  # nothing half-unpacked kept
+
+
+def test_pack_refuses_what_is_not_a_whole_index(tmp_path):
+    from autotune.dispatch.artifacts import pack
+    from autotune.errors import UserError
+
+    with pytest.raises(UserError, match="not an artifact index"):
+        pack(tmp_path, tmp_path / "k.tar.xz")
+    (tmp_path / "index.json").write_text('{"k": {"artifact": "gone", "config": {}}}')
+    with pytest.raises(UserError, match="1 indexed artifacts are missing"):
+        pack(tmp_path, tmp_path / "k.tar.xz")
+    with pytest.raises(UserError, match="ends in .tar.xz"):
+        pack(tmp_path, tmp_path / "k.zip")
+
 def test_a_kernel_built_under_another_template_is_never_served(tmp_path):
     """The index keys on the template hash: after a template edit the old binary is not found
     (dispatch builds, or falls back), though the index still holds it."""

@@ -42,6 +42,7 @@ def _setup(args):
     from ..arguments import device_list, parse_shapes
     from ..runner.compile import compile_with_tirx
     from ..spaces import get_space
+    from ..dispatch.artifacts import open_artifacts
     from .compiler import IndexedCompiler
     from .run import check_runner
 
@@ -49,7 +50,7 @@ def _setup(args):
         raise UserError(f"--compile-workers {args.compile_workers}: expected 0 or more")
     space = get_space(args.space)
     problems = parse_shapes(space, args.shapes, args.dtype)
-    compiler = (IndexedCompiler(str(Path(args.artifacts).resolve())) if args.artifacts
+    compiler = (IndexedCompiler(str(open_artifacts(args.artifacts).resolve())) if args.artifacts
                 else compile_with_tirx)
     runner = check_runner(space, compiler, device_list(args.gpus), args.compile_workers,
                           args.timeout)

@@ -1,6 +1,10 @@
 """python -m autotune.dispatch prebuild: compile, where TVM is, the kernels a GPU machine's
 dispatcher needs for the given shapes (and every stored shape), into an artifact directory.
 
+python -m autotune.dispatch pack DIR OUT.tar.xz: that directory as one archive, to carry to a
+GPU machine (--artifacts, $AUTOTUNE_ARTIFACTS and autotune.load read it as they read a
+directory); python -m autotune.dispatch unpack OUT.tar.xz prints where it was unpacked.
+
 python -m autotune.dispatch loso: leave-one-shape-out scoring of dispatch's choice for untuned
 shapes on recorded studies (loso.py); CPU only."""
 
@@ -14,7 +18,7 @@ from ..errors import UserError
 from ..spaces import get_space
 from ..locations import artifacts_dir, store_root
 from ..store import ConfigStore, store_path
-from .artifacts import ArtifactIndex
+from .artifacts import ARCHIVE_SUFFIX, ArtifactIndex, open_artifacts, pack
 from .prebuild import prebuild
 
 
@@ -35,6 +39,12 @@ def main(argv=None) -> int:
     p.add_argument("--first-use", type=int, default=0, metavar="N",
                    help="also the N configs first-use tuning times on each shape no store "
                         "holds (autotune.load(first_use=N))")
+    pk = sub.add_parser("pack", help="an artifact directory as one .tar.xz archive")
+    pk.add_argument("directory")
+    pk.add_argument("archive")
+    up = sub.add_parser("unpack", help="unpack an archive once (per content) and print its "
+                        "directory")
+    up.add_argument("archive")
     lo = sub.add_parser("loso", help="score dispatch on each recorded shape left out of the "
                         "records (CPU only)")
     lo.add_argument("--store", action="append", default=[],
@@ -53,6 +63,21 @@ def main(argv=None) -> int:
             print(f"python -m autotune.dispatch loso: error: {exc}", file=sys.stderr)
             return 2
 
+    if args.command in ("pack", "unpack"):
+        try:
+            if args.command == "unpack":
+                print(open_artifacts(args.archive))
+                return 0
+            count = pack(args.directory, args.archive)
+        except UserError as exc:
+            print(f"python -m autotune.dispatch {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        size = Path(args.archive).stat().st_size
+        print(f"{args.archive}: {count} kernels, {size / 2**20:.2f} MiB", file=sys.stderr)
+        return 0
+    if args.out and args.out.endswith(ARCHIVE_SUFFIX):
+        parser.error(f"--out {args.out}: prebuild writes a directory; `python -m "
+                     f"autotune.dispatch pack DIR {args.out}` then makes the archive")
     space = get_space(args.space)
     paths = [Path(s) for s in args.store] + [store_path(store_root(), space.name, d) for d in args.device]
     stores = []

@@ -16,7 +16,7 @@ from ..spaces.base import Config, Problem, SearchSpace
 from ..store import ConfigStore, Gpu, current_gpu, expected_header, store_path
 from ..store.compat import StoreMismatchWarning, load_compatible, mismatches
 from ..store.format import CorruptStoreError, Entry
-from .artifacts import ArtifactIndex
+from .artifacts import ArtifactIndex, open_artifacts
 from .dispatcher import Dispatcher, KernelProvider
 from .first_use import FirstUse, count_from_env
 from .rules import Selector
@@ -151,7 +151,7 @@ def load(kernel: str = "gemm", *, store: str | os.PathLike | ConfigStore | None 
     if tuner is not None:  # what earlier processes timed here; the committed store wins
         entries = {**valid_entries(space, tuner.stored()), **entries}
     selector = Selector(entries, space.op.bucket, space.default_config)
-    index = ArtifactIndex(artifacts or artifacts_dir())
+    index = ArtifactIndex(open_artifacts(artifacts or artifacts_dir()))
     do_build = tvm_available() if build is None else build
     provider = KernelProvider(space, index, load_kernel or _tirx_kernel_loader(device),
                               build_with_tirx if do_build else None)
