@@ -63,7 +63,17 @@ def _simulates(space) -> bool:
     return unavailable_reason() is None
 
 
-def _make_runner(args, space):
+def _indexed_compiler(args):
+    """--artifacts' compiler (a directory or an archive), or None."""
+    if not args.artifacts:
+        return None
+    from .bench.compiler import IndexedCompiler
+    from .dispatch.artifacts import open_artifacts
+
+    return IndexedCompiler(str(open_artifacts(args.artifacts).resolve()))
+
+
+def _make_runner(args, space, compiler=None):
     from .runner import RunnerOptions, make_runner
 
     devices = device_list(args.gpus)
@@ -77,11 +87,8 @@ def _make_runner(args, space):
                             timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                             cache_dir=args.cache_dir, seed=args.seed,
                             address=args.ray or None, table=args.simulate)
-    if args.artifacts:
-        from .bench.compiler import IndexedCompiler
-        from .dispatch.artifacts import open_artifacts
-
-        options.compiler = IndexedCompiler(str(open_artifacts(args.artifacts).resolve()))
+    if compiler is not None:
+        options.compiler = compiler
     return make_runner(name, space, options)
 
 
@@ -114,6 +121,7 @@ def cmd_tune(args) -> int:
 
     from .spaces import get_space
     from .study import default_storage_url, make_sampler, open_storage, tune
+    from .dispatch.load import tvm_available
     from .study.final import FINAL_ROUNDS
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -123,12 +131,16 @@ def cmd_tune(args) -> int:
     # fail early on a sampler that cannot be made
     make_sampler(args.sampler, args.seed, fixed, space=space, problem=problems[0])
     storage = open_storage(args.storage or default_storage_url(space.name))
-    runner = _make_runner(args, space)
+    compiler = _indexed_compiler(args)
+    runner = _make_runner(args, space, compiler)
     final_rounds = FINAL_ROUNDS if args.final_rounds is None else args.final_rounds
+    # no TVM here: the guided sampler proposes only what --artifacts holds
+    prebuilt = compiler.prebuilt if compiler and not tvm_available() else None
     with runner:
         summaries = tune(space, problems, runner, storage=storage, trials=args.trials,
                          sampler_factory=lambda problem: make_sampler(
-                             args.sampler, args.seed, fixed, space=space, problem=problem),
+                             args.sampler, args.seed, fixed, space=space, problem=problem,
+                             allowed=prebuilt and prebuilt(space, problem)),
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
                          final_top=args.final_top, final_rounds=final_rounds)
     print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
@@ -236,10 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "killed and fails its trial")
     tune.add_argument("--cache-dir", help="compile cache directory (default: tirx's)")
     tune.add_argument("--artifacts", metavar="DIR",
-                      help="artifact index: candidates found there are not compiled, those "
-                           "compiled are added (a --compile-only study with --sampler random "
-                           "fills it with what the same study will measure on a GPU machine "
-                           "without TVM)")
+                      help="artifact index (a directory or its .tar.xz): candidates found "
+                           "there are not compiled, those compiled are added. A --compile-only "
+                           "study of the same seed fills it for a GPU machine without TVM, "
+                           "where the guided sampler proposes only what it holds (the seeds, "
+                           "then the model's best-ranked: give the compile-only study more "
+                           "trials than the GPU's)")
     tune.add_argument("--no-retime", action="store_true", help="do not re-time a new best")
     tune.add_argument("--final-top", type=_non_negative, default=3, metavar="N",
                       help="final round: re-time the N fastest configs and the default side by "

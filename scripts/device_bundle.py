@@ -4,6 +4,7 @@ dependencies, for CPython 3.12 manylinux x86_64, as one compressed archive that 
 that travels with each call.
 
     python scripts/device_bundle.py            # -> .bundle/device-site.tar.xz
+    python scripts/device_bundle.py --optuna-only  # optuna alone: a few MiB
     # on the GPU machine (name .bundle in carry):
     S=${TMPDIR:-/tmp}/site; mkdir -p $S && tar -xJf .bundle/device-site.tar.xz -C $S && export PYTHONPATH=$S:$PWD
 
@@ -72,7 +73,14 @@ def main() -> int:
     ap.add_argument("--out", default=".bundle/device-site.tar.xz")
     ap.add_argument("--with-tvm", action="store_true",
                     help="also write TVM and the site as parts, .bundle/stage-a, stage-b, ...")
+    ap.add_argument("--optuna-only", action="store_true",
+                    help="optuna and its dependencies alone (a few MiB: travels beside the tree "
+                         "in any call), for a study on one machine's GPUs from prebuilt kernels "
+                         "(tune --artifacts)")
     args = ap.parse_args()
+    if args.optuna_only and args.with_tvm:
+        ap.error("--with-tvm stages the whole site, ray included")
+    wanted = [r for r in REQUIREMENTS if r.startswith("optuna==") or not args.optuna_only]
     out = Path(args.out)
     with tempfile.TemporaryDirectory() as tmp:
         wheels, site = Path(tmp, "wheels"), Path(tmp, "site")
@@ -80,7 +88,7 @@ def main() -> int:
                "--python-version", "3.12", "--implementation", "cp", "-d", str(wheels)]
         for p in PLATFORMS:
             cmd += ["--platform", p]
-        subprocess.run(cmd + REQUIREMENTS, check=True)
+        subprocess.run(cmd + wanted, check=True)
         kept = sorted(w for w in wheels.glob("*.whl") if project_name(w) not in IMAGE_PROVIDES)
         for w in kept:
             extract_wheel(w, site)

@@ -109,13 +109,14 @@ decoder_block() {  # $1 report stem, $2 log name, $3 seconds, then examples/llam
   echo "$log rc=$? at $SECONDS s" | tee -a $R/run.log; stop_clocks; tail -10 $R/$log.log
 }
 study_unseen() {  # $1: an unseen list, $2: a name: an 8-trial (TRIALS) study of each of its
-  # shapes (final rounds: 3) on GPU 0 (GPUS: e.g. 0,1 on a two-GPU machine, as gpu_scaling.sh
+  # shapes (final rounds: 3; $ARTIFACTS: from that index, no TVM) on GPU 0 (GPUS: e.g. 0,1 on a two-GPU machine, as gpu_scaling.sh
   # ran) in $SCRATCH/<name>.db (kept: a second call resumes it) -> $R/<name>_study.log, its
   # store <name>_store.json and every trial <name>_trials.csv
   local LIST=$(unseen_list $1) DB=sqlite:///$SCRATCH/$2.db
   sample_clocks $R/clocks.csv
   timeout ${STUDY_S:-540} autotune tune gemm_sm90 --shapes $LIST --trials ${TRIALS:-8} \
-    --gpus ${GPUS:-0} --compile-workers 15 --storage $DB --seed 0 --no-progress 2>&1 \
+    --gpus ${GPUS:-0} --compile-workers 15 --storage $DB --seed 0 --no-progress \
+    ${ARTIFACTS:+--artifacts $ARTIFACTS} 2>&1 \
     | tail -n 60 > $R/$2_study.log
   echo "study rc=$? at $SECONDS s" | tee -a $R/run.log; tail -12 $R/$2_study.log
   python3 -m autotune.store export --space gemm_sm90 --storage $DB --out $R/$2_store.json

@@ -436,6 +436,24 @@ def test_pack_refuses_what_is_not_a_whole_index(tmp_path):
     with pytest.raises(UserError, match="ends in .tar.xz"):
         pack(tmp_path, tmp_path / "k.zip")
 
+
+def test_indexed_compiler_without_tvm_names_a_kernel_not_prebuilt(tmp_path, monkeypatch):
+    import autotune.bench.compiler as compiler_module
+    from autotune.spaces.gemm_sm90 import GemmSm90Space
+
+    space, problem = GemmSm90Space(), gemm(24)
+    config = space.default_config(problem)
+    ArtifactIndex(tmp_path).add(space, space.binary_problem(problem),
+                                space.compile_config(config), dummy_artifact("x"))
+    compiler = compiler_module.IndexedCompiler(str(tmp_path))
+    prebuilt = compiler.prebuilt(space, problem)
+    other = {**config, "stages": config["stages"] - 1}
+    assert prebuilt(config) and not prebuilt(other)
+    monkeypatch.setattr(compiler_module, "tvm_available", lambda: False)
+    assert compiler(space, config, problem).artifact_path.endswith("x")
+    with pytest.raises(RuntimeError, match="not prebuilt in .* no TVM here"):
+        compiler(space, other, problem)
+
 def test_a_kernel_built_under_another_template_is_never_served(tmp_path):
     """The index keys on the template hash: after a template edit the old binary is not found
     (dispatch builds, or falls back), though the index still holds it."""

@@ -4,6 +4,7 @@ order ncu profiles kernels in, what comes back), not Nsight Compute."""
 
 import os
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -96,3 +97,25 @@ def test_each_clock_sampler_stops_when_its_step_ends(tmp_path):
                 os.kill(int(pid), 9)
             except ProcessLookupError:
                 pass
+
+
+def test_an_archived_index_is_unpacked_where_a_step_reads_it(tmp_path):
+    index = tmp_path / "idx"
+    (index / "k1").mkdir(parents=True)
+    (index / "k1" / "artifact.json").write_text("{}")
+    (index / "index.json").write_text('{"gemm|M=1|c": {"artifact": "k1", "config": {}}}')
+    # index_dir runs `python3`: this interpreter's, as on the GPU machines (their only one)
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    env = {**os.environ, "AUTOTUNE_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path),
+           "PATH": path}
+    pack = subprocess.run([sys.executable, "-m", "autotune.dispatch", "pack", str(index),
+                           str(tmp_path / "idx.tar.xz")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert pack.returncode == 0, pack.stderr
+    script = ('source <(sed -n "/^index_dir/,/^}/p" scripts/gpu_suite_common.sh); '
+              f'index_dir {tmp_path}/idx.tar.xz; index_dir {index}')
+    run = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=60)
+    unpacked, plain = run.stdout.split()
+    assert Path(unpacked).parent == tmp_path / "cache" / "artifacts"
+    assert (Path(unpacked) / "k1" / "artifact.json").exists() and plain == str(index)

@@ -84,6 +84,41 @@ def test_guided_sampler_proposes_legal_configs_best_first():
         make_sampler("guided", 0)
 
 
+
+def test_guided_searches_only_what_a_compile_only_run_of_its_seed_prebuilt():
+    """A GPU machine without TVM measures what a compile-only study elsewhere built: that
+    study (no times: every proposal from the ranked pool) and the measuring one draw the same
+    pool, so the measuring one, told `allowed`, proposes only prebuilt configs, and moves among
+    them best first."""
+    from optuna.trial import TrialState
+
+    from autotune.spaces.sampling import config_key
+
+    space = get_space("gemm_sm90")
+    problem = space.parse_problem("200x5120x4096")
+    distributions = space.parameters(problem)
+    built = optuna.create_study(sampler=make_sampler("guided", 0, space=space, problem=problem))
+    for _ in range(12):
+        built.tell(built.ask(distributions), state=TrialState.PRUNED)  # compiled, not timed
+    prebuilt = {config_key(t.params) for t in built.trials}
+    assert len(prebuilt) == 12
+
+    def allowed(config):
+        return config_key(config) in prebuilt
+
+    study = optuna.create_study(sampler=make_sampler("guided", 0, space=space, problem=problem,
+                                                     allowed=allowed))
+    for _ in range(12):
+        trial = study.ask(distributions)
+        study.tell(trial, space.estimate_ms(trial.params, problem))
+    assert {config_key(t.params) for t in study.trials} == prebuilt  # all, and nothing else
+    unfiltered = optuna.create_study(sampler=make_sampler("guided", 0, space=space,
+                                                          problem=problem))
+    for _ in range(12):
+        trial = unfiltered.ask(distributions)
+        unfiltered.tell(trial, space.estimate_ms(trial.params, problem))
+    assert {config_key(t.params) for t in unfiltered.trials} != prebuilt  # moves go elsewhere
+
 # Within 5% (the issue's check) on the recorded shapes whose default alone is not there (at
 # 4096^3 and 8192x28672x4096 it is: +0.8%, +2.7%), and within 2% on the two where no start
 # config is: every one of 8 seeds of the default sampler gets there, but for 2-3 of 8 at

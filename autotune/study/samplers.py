@@ -14,10 +14,13 @@ _NEEDS = {"gp": ("torch", "scipy"), "cmaes": ("cmaes",)}
 
 
 def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None, *,
-                 space=None, problem=None, estimate=None) -> optuna.samplers.BaseSampler:
+                 space=None, problem=None, estimate=None,
+                 allowed=None) -> optuna.samplers.BaseSampler:
     """`fixed` pins parameters to values for every trial (optuna's PartialFixedSampler).
     `guided` searches one problem of one space: it needs both; `estimate` replaces its cost
-    model (study/transfer.py)."""
+    model (study/transfer.py), `allowed` filters its proposals (the configs prebuilt for a
+    machine without a compiler; the other samplers cannot be told, so there a config not
+    prebuilt fails its trial)."""
     if name not in SAMPLERS:
         raise UserError(f"unknown sampler {name!r} (choose from {', '.join(SAMPLERS)})")
     missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
@@ -42,7 +45,8 @@ def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None, 
                                 "make_sampler needs space= and problem=")
             from .guided import GuidedSampler
 
-            sampler = GuidedSampler(space, problem, seed, fixed, estimate=estimate)
+            sampler = GuidedSampler(space, problem, seed, fixed, estimate=estimate,
+                                    allowed=allowed)
         else:
             sampler = optuna.samplers.BruteForceSampler(seed=seed)
         if fixed:
