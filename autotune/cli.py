@@ -136,6 +136,10 @@ def cmd_tune(args) -> int:
     final_rounds = FINAL_ROUNDS if args.final_rounds is None else args.final_rounds
     # no TVM here: the guided sampler proposes only what --artifacts holds
     prebuilt = compiler.prebuilt if compiler and not tvm_available() else None
+    if prebuilt and args.sampler != "guided":
+        print(f"note: no TVM here, and sampler {args.sampler!r} cannot be kept to the kernels "
+              f"in {args.artifacts}: a config not there fails its trial (`guided` proposes only "
+              "those)", file=sys.stderr)
     with runner:
         summaries = tune(space, problems, runner, storage=storage, trials=args.trials,
                          sampler_factory=lambda problem: make_sampler(

@@ -1,6 +1,7 @@
 """The command line: listing spaces, tuning (simulated, compile-only), and one clear error with
 exit status 2 for each user mistake."""
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -103,6 +104,33 @@ def test_tune_falls_back_to_compile_only_without_gpu(capsys):
     assert "no GPU of arch sm_90a is present" in captured.err and "COMPILE-ONLY" in captured.err
     assert "2 trials (" in captured.out and "compiled" in captured.out
 
+
+
+def test_without_tvm_a_study_measures_only_prebuilt_kernels(tmp_path, monkeypatch, capsys):
+    """A GPU machine without TVM: a config the index lacks fails its trial with a cause that
+    says so (never a compile attempt), and a sampler that cannot be kept to the index is named
+    up front. An empty index and compile-only stand in for the GPU."""
+    pytest.importorskip("tvm")
+    for name in ("autotune.bench.compiler", "autotune.dispatch.load"):
+        module = importlib.import_module(name)  # dispatch.load: also a function's name
+        monkeypatch.setattr(module, "tvm_available", lambda: False)
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "index.json").write_text("{}")
+    assert cli.main(["tune", "gemm_sm90", "--shapes", "2048x2048x2048", "--trials", "1",
+                     "--compile-only", "--sampler", "random", "--artifacts", "idx",
+                     "--compile-workers", "0", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "sampler 'random' cannot be kept to the kernels in idx" in captured.err
+    assert "1 trials (" in captured.out and "compiled 1" not in captured.out
+    import optuna
+
+    from autotune.study import trials_table
+
+    storage = "sqlite:///studies/gemm_sm90.db"
+    (name,) = optuna.get_all_study_names(storage)
+    rows = trials_table(optuna.load_study(study_name=name, storage=storage))
+    (message,) = rows.loc[rows["state"] != "WAITING", "user_attrs_message"]  # seeds queued
+    assert "not prebuilt in" in message and "no TVM here" in message
 
 def test_the_gpu_evaluator_times_with_the_protocol(monkeypatch):
     from autotune.runner import devices, kinds
