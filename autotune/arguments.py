@@ -14,7 +14,8 @@ def parse_shapes(space, shapes: list[str] | None, dtype: str | None):
     problems = []
     for text in texts:
         try:
-            problems.append(space.parse_problem(text, dtype) if dtype else space.parse_problem(text))
+            problems.append(space.parse_problem(text, dtype) if dtype
+                            else space.parse_problem(text))
         except ValueError as exc:
             raise UserError(f"--shapes {text!r} ({space.name}): {exc}") from None
     return problems

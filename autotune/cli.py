@@ -101,13 +101,16 @@ def _summary_lines(space, summaries, timed: bool, untimed_verb: str = "compiled"
         if timed and s.best is not None:
             flops = s.study.user_attrs.get("flops")
             rate = f", {flops / s.best_time_ms / 1e9:.4g} TFLOP/s" if flops else ""
-            how = f"final round winner, median of {s.final['rounds']}" if s.final else "fastest trial"
+            how = (f"final round winner, median of {s.final['rounds']}" if s.final
+                   else "fastest trial")
             head += (f"\n  best {s.best_time_ms:.4g} ms{rate} (trial {s.best.number}, {how}): "
                      f"{s.best.params}")
             if s.default_time_ms and s.best_time_ms:
-                head += f"\n  default {s.default_time_ms:.4g} ms: best is {s.default_time_ms / s.best_time_ms:.3f}x"
+                head += (f"\n  default {s.default_time_ms:.4g} ms: best is "
+                         f"{s.default_time_ms / s.best_time_ms:.3f}x")
             if s.vendor_ms and s.best_time_ms:
-                head += f"\n  vendor {s.vendor_ms:.4g} ms: best is {s.vendor_ms / s.best_time_ms:.3f}x"
+                head += (f"\n  vendor {s.vendor_ms:.4g} ms: best is "
+                         f"{s.vendor_ms / s.best_time_ms:.3f}x")
         elif timed:
             head += "\n  no successful trial"
         if s.stopped:
@@ -130,7 +133,8 @@ def cmd_tune(args) -> int:
     fixed = fixed_params(space, problems, args.fix)
     # fail early on a sampler that cannot be made
     make_sampler(args.sampler, args.seed, fixed, space=space, problem=problems[0])
-    storage = open_storage(args.storage or default_storage_url(space.name))
+    storage_url = args.storage or default_storage_url(space.name)
+    storage = open_storage(storage_url)
     compiler = _indexed_compiler(args)
     runner = _make_runner(args, space, compiler)
     final_rounds = FINAL_ROUNDS if args.final_rounds is None else args.final_rounds
@@ -147,15 +151,15 @@ def cmd_tune(args) -> int:
                              allowed=prebuilt and prebuilt(space, problem)),
                          retime_best=not args.no_retime, progress=not args.no_progress, fixed=fixed,
                          final_top=args.final_top, final_rounds=final_rounds)
-    print(f"{space.name} [{runner.mode}] storage: {args.storage or default_storage_url(space.name)}")
+    print(f"{space.name} [{runner.mode}] storage: {storage_url}")
     validated = runner.provenance.kind == "validated"
     if validated:
         print("validated in simulation (NumSim, at a small proxy shape of each problem): "
               "NOTHING WAS TIMED; trials are stored PRUNED (outcome 'validated') or FAIL with "
               "their cause, in studies named <space>/<problem>/validated")
     elif not runner.timed:
-        print(f"compile-only: no GPU timing was done; trials are stored PRUNED (outcome "
-              f"'compiled') or FAIL with their cause")
+        print("compile-only: no GPU timing was done; trials are stored PRUNED (outcome "
+              "'compiled') or FAIL with their cause")
     print("\n".join(_summary_lines(space, summaries, runner.timed,
                                    "validated" if validated else "compiled")))
     return 0
@@ -221,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("space", help="a registered space (see `autotune spaces`) or module:Class")
     tune.add_argument("--shapes", nargs="+", help="shapes in the space's syntax (default: its own)")
     tune.add_argument("--dtype", help="element type (default: the space's)")
-    tune.add_argument("--trials", type=int, default=50, help="finished trials per shape (default 50)")
+    tune.add_argument("--trials", type=int, default=50,
+                      help="finished trials per shape (default 50)")
     tune.add_argument("--gpus", default="all", help="'all' or device indices, e.g. 0,1")
     tune.add_argument("--runner", metavar="NAME",
                       help="a registered runner (local, ray, simulated, compile-only, numsim, "

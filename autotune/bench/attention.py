@@ -12,11 +12,11 @@ FLOPs), bfloat16; then the Llama-3-8B decoder block's attention calls (LLAMA_SHA
         python -m autotune.bench.attention launch DIR LABEL SHAPE    # profile one candidate
 
 The candidates are the default per causal flag and its neighbours in the legal space (block_n,
-ping-pong, the rescale threshold), each binary with every value of the
-launch-time knobs (persistent, order), per problem class (heads, causal). Every candidate is validated against the float32
-reference on the benchmark's own inputs (poisoned outputs) before it is timed; one that fails
-is reported, not timed. OUT/attention_sm90_bench.jsonl gets a header (device, date, versions,
-command, protocol) and one row per measurement as they finish; OUT/attention_sm90_bench.md the
+ping-pong, the rescale threshold), each binary with every value of the launch-time knobs
+(persistent, order), per problem class (heads, causal). Every candidate is validated against
+the float32 reference on the benchmark's own inputs (poisoned outputs) before it is timed; one
+that fails is reported, not timed. OUT/attention_sm90_bench.jsonl gets a header (device, date,
+versions, command, protocol) and one row per measurement as they finish; OUT/attention_sm90_bench.md the
 table. `store` turns a results file into the fa4_sm90 config store of its GPU model
 (studies/configs/fa4_sm90/): per shape, the fastest candidate, with the default's and cuDNN's
 times and every candidate's (the evidence dispatch weighs, autotune/dispatch/rules.py).

@@ -55,7 +55,8 @@ def check(space: SearchSpace, picks: list[Pick], runner: Runner) -> list[dict]:
     ran = runner.provenance.kind != "compile-only"
     return [{"problem": problem.key, "tag": tag, "config": config,
              "outcome": r.cause.value if r.cause else ("ok" if ran else "compiled"),
-             "ok": r.ok, "message": r.message, "rel_error": max(r.rel_errors) if r.rel_errors else None,
+             "ok": r.ok, "message": r.message,
+             "rel_error": max(r.rel_errors) if r.rel_errors else None,
              "resources": r.resources, "device": r.device, "artifact": r.artifact}
             for (problem, tag, config), r in zip(picks, results)]
 

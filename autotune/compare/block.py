@@ -60,7 +60,8 @@ class Block:
 
     def times(self, binders: dict, rounds: int) -> dict[str, float]:
         """{variant: in-block ms} for binders (inputs -> zero-argument call), as the protocol's."""
-        calls = {v: [bind([self.a, w, self.d]) for w in self.weights] for v, bind in binders.items()}
+        calls = {v: [bind([self.a, w, self.d]) for w in self.weights]
+                 for v, bind in binders.items()}
         measures = {v: (lambda c=c: self._replay_ms(c)) for v, c in calls.items()}
         measures[None] = lambda: self._replay_ms(None)
         per_round = interleaved(measures, rounds)

@@ -32,12 +32,14 @@ from .report import Measurement, write_report
 
 def add_compare_command(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("compare", help="tuned vs default vs vendor: table, plots, report",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kernel", nargs="?",
                    help="kernel (default gemm: the space for this GPU) or space name; with "
                         "--from-store, the store's")
     p.add_argument("--store", help="config store file (default: the one for this GPU)")
-    p.add_argument("--shapes", nargs="+", help="shapes in the space's syntax (default: stored ones)")
+    p.add_argument("--shapes", nargs="+",
+                   help="shapes in the space's syntax (default: stored ones)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--artifacts", help="prebuilt kernel directory (default "
                    "$AUTOTUNE_ARTIFACTS, else ~/.cache/autotune/dispatch)")
@@ -123,7 +125,8 @@ def _measured(args) -> tuple[Iterator[Measurement], int, dict[str, str], str, st
     device = torch.cuda.get_device_name(0)
     context = {"source": f"measured side by side in one run, {datetime.date.today()}",
                "timer": f"{PROTOCOL} (autotune/runner/protocol.py), {args.rounds} interleaved "
-                        "rounds" + (", and in a decoder-like graph (--block)" if args.block else ""),
+                        "rounds"
+                        + (", and in a decoder-like graph (--block)" if args.block else ""),
                "device": device, "host": platform.node(), "torch": torch.__version__,
                "config store": op.store_path or "none usable (defaults)",
                "first use": (f"{op.first_use.count} configs and the vendor op timed, "

@@ -79,7 +79,8 @@ def main(argv=None) -> int:
         parser.error(f"--out {args.out}: prebuild writes a directory; `python -m "
                      f"autotune.dispatch pack DIR {args.out}` then makes the archive")
     space = get_space(args.space)
-    paths = [Path(s) for s in args.store] + [store_path(store_root(), space.name, d) for d in args.device]
+    paths = [Path(s) for s in args.store] + [store_path(store_root(), space.name, d)
+                                             for d in args.device]
     stores = []
     for path in paths:
         if path.exists():

@@ -9,7 +9,6 @@ Each step resumes where a killed run stopped."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 

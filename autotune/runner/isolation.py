@@ -77,8 +77,8 @@ def describe_exit(code: int | None) -> str:
 
 class IsolatedWorker:
     """Owns one worker process running `handle(job)` (after `setup(device)` once), its jobs in
-    the order submitted; restarts it after a hang or a crash. `setup` and `handle` must be picklable (module-level functions,
-    bound methods of picklable objects, partials)."""
+    the order submitted; restarts it after a hang or a crash. `setup` and `handle` must be
+    picklable (module-level functions, bound methods of picklable objects, partials)."""
 
     def __init__(self, handle: Callable[[Any], Any], setup: Callable | None = None,
                  device: int | None = None, name: str = "autotune-worker",

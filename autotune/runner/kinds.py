@@ -12,7 +12,7 @@ from ..spaces.base import SearchSpace
 from .base import Evaluator, Provenance
 from .builders import InlineBuilder, ProcessBuilder
 from .compile import Compiler, compile_nothing, compile_with_tirx
-from .devices import gpus_for_arch, visible_gpus
+from .devices import gpus_for_arch
 from .pools import NoDevices, WorkerPool
 from .scheduler import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_TIMEOUT_S, Scheduler
 from .simulated import RecordedTable, ReplayDevices

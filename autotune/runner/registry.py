@@ -23,7 +23,8 @@ def runner_factory(name: str):
     else:
         eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
         if name not in eps:
-            raise UserError(f"unknown runner {name!r} (registered: {', '.join(sorted(eps)) or 'none'})")
+            registered = ", ".join(sorted(eps)) or "none"
+            raise UserError(f"unknown runner {name!r} (registered: {registered})")
         target = eps[name]
     module, _, attr = target.partition(":")
     try:

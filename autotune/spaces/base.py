@@ -8,7 +8,6 @@ for a config, what a correct answer looks like, and the hand-tuned fallback conf
 from __future__ import annotations
 
 import abc
-import dataclasses
 import itertools
 import json
 from typing import Any, ClassVar, Mapping

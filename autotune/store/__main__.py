@@ -107,7 +107,8 @@ def main(argv=None) -> int:
     export.add_argument("--device", help="GPU model the studies ran on (default: this GPU)")
     export.add_argument("--driver", default="", help="with --device: its driver version")
     export.add_argument("--cuda", default="", help="with --device: its CUDA version")
-    export.add_argument("--root", help="store root (default $AUTOTUNE_STORES, else ./studies/configs)")
+    export.add_argument("--root",
+                        help="store root (default $AUTOTUNE_STORES, else ./studies/configs)")
     export.add_argument("--out", help="store file (default <root>/<space>/<device>.json)")
     merge_p = sub.add_parser("merge", help="merge store files; the faster entry per shape wins")
     merge_p.add_argument("files", nargs="+")

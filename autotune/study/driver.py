@@ -360,7 +360,8 @@ class _ProblemDriver:
         if not self._heartbeat or now < self._next_beat:
             return
         self._next_beat = now + self._beat_s
-        for trial in list(self.running.values()) + [t for ts in self.followers.values() for t in ts]:
+        followers = [t for ts in self.followers.values() for t in ts]
+        for trial in list(self.running.values()) + followers:
             self._heartbeat(trial._trial_id)
         if now > self._next_stale_check:
             optuna.storages.fail_stale_trials(self.study)
@@ -404,12 +405,14 @@ class _ProblemDriver:
 
     def _final(self) -> None:
         """The final round, unless disabled, untimed, or current (nothing new since the last)."""
-        if not (self.final_top and self.final_rounds and self.runner.timed) or is_current(self.study):
+        if not (self.final_top and self.final_rounds and self.runner.timed) \
+                or is_current(self.study):
             return
 
         def progress(done: int) -> None:
             if self.bar is not None:
-                self.bar.set_postfix_str(f"{self._status()} | final round {done}/{self.final_rounds}")
+                self.bar.set_postfix_str(
+                    f"{self._status()} | final round {done}/{self.final_rounds}")
 
         run_final(self.study, self.space, self.problem, self.runner, self.final_top,
                   self.final_rounds, progress)

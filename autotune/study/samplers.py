@@ -25,7 +25,8 @@ def make_sampler(name: str, seed: int | None = None, fixed: dict | None = None, 
         raise UserError(f"unknown sampler {name!r} (choose from {', '.join(SAMPLERS)})")
     missing = [m for m in _NEEDS.get(name, ()) if importlib.util.find_spec(m) is None]
     if missing:
-        raise UserError(f"sampler {name!r} needs {' and '.join(missing)}: pip install {' '.join(missing)}")
+        raise UserError(f"sampler {name!r} needs {' and '.join(missing)}: "
+                        f"pip install {' '.join(missing)}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if name in ("tpe", "tpe-univariate"):
