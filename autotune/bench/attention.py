@@ -16,10 +16,11 @@ ping-pong, the rescale threshold), each binary with every value of the launch-ti
 (persistent, order), per problem class (heads, causal). Every candidate is validated against
 the float32 reference on the benchmark's own inputs (poisoned outputs) before it is timed; one
 that fails is reported, not timed. OUT/attention_sm90_bench.jsonl gets a header (device, date,
-versions, command, protocol) and one row per measurement as they finish; OUT/attention_sm90_bench.md the
-table. `store` turns a results file into the fa4_sm90 config store of its GPU model
-(studies/configs/fa4_sm90/): per shape, the fastest candidate, with the default's and cuDNN's
-times and every candidate's (the evidence dispatch weighs, autotune/dispatch/rules.py).
+versions, command, protocol) and one row per measurement as they finish;
+OUT/attention_sm90_bench.md the table. `store` turns a results file into the fa4_sm90 config
+store of its GPU model (studies/configs/fa4_sm90/): per shape, the fastest candidate, with the
+default's and cuDNN's times and every candidate's (the evidence dispatch weighs,
+autotune/dispatch/rules.py).
 """
 
 from __future__ import annotations

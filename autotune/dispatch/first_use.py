@@ -67,7 +67,8 @@ def store_file(space: SearchSpace, gpu: Gpu) -> Path:
     return cache_root() / "first-use" / space.name / f"{device_slug(gpu.device)}.json"
 
 
-def candidates(space: SearchSpace, selector: Selector, problem: Problem, count: int) -> list[Config]:
+def candidates(space: SearchSpace, selector: Selector, problem: Problem,
+               count: int) -> list[Config]:
     """The `count` configs first use times for `problem`, best bets first (module docstring);
     every one legal for it where legality can be checked here."""
     ranked = [choice.config for choice in selector.choices(problem, nearest=True)]

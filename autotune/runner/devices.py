@@ -27,8 +27,9 @@ def visible_gpus() -> list[Gpu]:
             _, dev = cu.cuDeviceGet(i)
             _, name = cu.cuDeviceGetName(128, dev)
             attr = cu.CUdevice_attribute
-            _, major = cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
-            _, minor = cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            major, minor = (cu.cuDeviceGetAttribute(which, dev)[1] for which in (
+                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
             gpus.append(Gpu(i, name.split(b"\0")[0].decode(), (major, minor)))
         return gpus
     except Exception:  # no cuda-bindings, no libcuda, no device: all mean "no GPU here"
@@ -44,6 +45,7 @@ def arch_capability(arch: str) -> tuple[int, int]:
 
 
 def gpus_for_arch(arch: str, gpus: list[Gpu] | None = None) -> list[Gpu]:
-    """The GPUs that can run code built for `arch` (arch-specific 'a' targets need an exact match)."""
+    """The GPUs that can run code built for `arch` (arch-specific 'a' targets need an exact
+    match)."""
     want = arch_capability(arch)
     return [g for g in (visible_gpus() if gpus is None else gpus) if g.capability == want]

@@ -44,7 +44,8 @@ def relative_error(out, ref) -> float:
     return num / den if den > 0 else num
 
 
-def check_outputs(outputs: list, references: list, tolerance: float) -> tuple[list[float], str | None]:
+def check_outputs(outputs: list, references: list,
+                  tolerance: float) -> tuple[list[float], str | None]:
     """Relative error per output, and a message naming the first bad output (None if all pass)."""
     if len(outputs) != len(references):
         return [], f"{len(outputs)} outputs but {len(references)} references"

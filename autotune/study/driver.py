@@ -190,7 +190,8 @@ class _ProblemDriver:
                 self.study.enqueue_trial(seed, user_attrs={"source": "seed"}, skip_if_exists=True)
 
     # -- telling -----------------------------------------------------------------------------
-    def _tell(self, trial: optuna.Trial, state: TrialState, value: float | None, attrs: dict) -> None:
+    def _tell(self, trial: optuna.Trial, state: TrialState, value: float | None,
+              attrs: dict) -> None:
         for name, v in attrs.items():
             trial.set_user_attr(name, _json_safe(v))
         self.study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)

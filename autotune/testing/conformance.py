@@ -121,7 +121,8 @@ class SpaceConformance:
         for problem in self.problems():
             params = self.space.parameters(problem)
             default = self.space.default_config(problem)
-            assert set(default) == set(params), f"default keys {sorted(default)} != {sorted(params)}"
+            assert set(default) == set(params), \
+                f"default keys {sorted(default)} != {sorted(params)}"
             for name, value in default.items():
                 assert _contains(params[name], value), f"default {name}={value!r} outside the space"
             assert self.space.violations(default, problem) == [], (
@@ -179,7 +180,8 @@ class SpaceConformance:
             start = time.perf_counter()
             self.space.violations(config, problem)
             costs.append((time.perf_counter() - start) * 1e3)
-        assert statistics.median(costs) < self.max_violations_ms, f"median {statistics.median(costs):.2f} ms"
+        median = statistics.median(costs)
+        assert median < self.max_violations_ms, f"median {median:.2f} ms"
 
     # -- building ----------------------------------------------------------------------------
     def _compile_default(self, problem: Problem) -> Compiled:

@@ -94,8 +94,8 @@ class SyntheticSpace(SearchSpace):
     def model_time_ms(self, config: Config) -> float:
         """The time model: best at block_m=64, block_n=32, stages=3."""
         lm, ln = math.log2(config["block_m"]), math.log2(config["block_n"])
-        return 1.0 + 0.3 * (lm - 6) ** 2 + 0.2 * (ln - 5) ** 2 + 0.15 * (config["stages"] - 3) ** 2 \
-            + 0.05 * (lm - ln - 1) ** 2
+        return (1.0 + 0.3 * (lm - 6) ** 2 + 0.2 * (ln - 5) ** 2
+                + 0.15 * (config["stages"] - 3) ** 2 + 0.05 * (lm - ln - 1) ** 2)
 
     def build(self, config, problem):
         return SyntheticKernel(self.fault(config))
@@ -177,7 +177,8 @@ def stub_compile(space: SyntheticSpace, config: Config, problem: Problem,
         raise SyntheticCompileError("nvrtc", "error: identifier \"wgmma_fake\" is undefined")
     if fault == "resources":
         raise SyntheticCompileError("resources", "registers 300 exceed the limit of 255")
-    return Compiled(None, {"registers": 96, "spill_bytes": 0, "smem_bytes": space.smem_bytes(config)})
+    return Compiled(None, {"registers": 96, "spill_bytes": 0,
+                           "smem_bytes": space.smem_bytes(config)})
 
 
 class SyntheticEvaluator(Evaluator):
